@@ -1,0 +1,67 @@
+package io.github.dlpack4j;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Export of Java tensors as DLPack managed structs, and diagnostics of what is outstanding.
+ *
+ * <p>Each export is a fresh struct that shares the tensor's memory (no copy). The consumer owns
+ * the struct and must call its deleter exactly once; the deleter may run on any thread, at any
+ * time, and never throws into C. The tensor's memory stays allocated while any export is alive,
+ * even after the tensor is {@linkplain Tensor#close() closed}.
+ */
+public final class Dlpack {
+    private Dlpack() {}
+
+    /**
+     * A new {@code DLManagedTensorVersioned*} (version 1.3) for {@code t}; {@code READ_ONLY} is set for
+     * a read-only tensor.
+     *
+     * @throws IllegalStateException if {@code t} is closed
+     */
+    public static MemorySegment exportVersioned(Tensor t) {
+        return Exports.export(t, true, 0);
+    }
+
+    /**
+     * A new {@code DLManagedTensorVersioned*} for {@code t} with extra flags, {@link DlpackFlags#IS_COPIED}
+     * and/or {@link DlpackFlags#READ_ONLY}, for producers that made {@code t} as a copy or want the
+     * consumer not to write.
+     *
+     * @throws IllegalArgumentException for any other flag
+     */
+    public static MemorySegment exportVersioned(Tensor t, long flags) {
+        if ((flags & ~(DlpackFlags.IS_COPIED | DlpackFlags.READ_ONLY)) != 0) {
+            throw new IllegalArgumentException("only IS_COPIED and READ_ONLY can be requested, got "
+                    + DlpackFlags.toString(flags));
+        }
+        return Exports.export(t, true, flags);
+    }
+
+    /**
+     * A new legacy {@code DLManagedTensor*} for {@code t}, for consumers older than DLPack 1.0. The
+     * legacy struct has no flags, so read-only-ness cannot be expressed: Python producers refuse such
+     * exports, and so should callers that care.
+     *
+     * @throws IllegalStateException if {@code t} is closed
+     * @throws DlpackException       if {@code t} holds padded sub-byte data
+     */
+    public static MemorySegment exportLegacy(Tensor t) {
+        return Exports.export(t, false, 0);
+    }
+
+    /** Exports whose deleter has not run yet. */
+    public static int liveExports() {
+        return Exports.liveCount();
+    }
+
+    /** Bytes of native memory this library holds now: tensor data and export structs. */
+    public static long nativeBytesInUse() {
+        return NativeMemory.bytesInUse();
+    }
+
+    /** The address of the deleter every export carries. */
+    public static MemorySegment deleter() {
+        return Exports.DELETER;
+    }
+}

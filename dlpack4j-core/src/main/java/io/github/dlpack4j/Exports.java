@@ -1,0 +1,150 @@
+package io.github.dlpack4j;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+import io.github.dlpack4j.abi.DLDataType;
+import io.github.dlpack4j.abi.DLDevice;
+import io.github.dlpack4j.abi.DLManagedTensor;
+import io.github.dlpack4j.abi.DLManagedTensorVersioned;
+import io.github.dlpack4j.abi.DLPackExchangeAPI;
+import io.github.dlpack4j.abi.DLPackVersion;
+import io.github.dlpack4j.abi.DLTensor;
+import java.lang.foreign.Arena;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Java tensors handed out as managed structs, and the one deleter that takes them back.
+ *
+ * <p>Each export is a fresh {@code malloc}ed block: the managed struct followed by its shape and
+ * strides arrays. The registry maps the block's address to the export's record, which holds one
+ * reference to the tensor memory; {@code manager_ctx} carries the export's serial number, never a
+ * Java object address. The deleter is a single upcall stub for the process, in the global arena
+ * because a consumer may call it at any time, on any thread, late.
+ */
+final class Exports {
+    private record Export(long serial, MemoryOwner memory, long blockSize) {}
+
+    private static final ConcurrentHashMap<Long, Export> LIVE = new ConcurrentHashMap<>();
+    private static final AtomicLong SERIALS = new AtomicLong();
+    private static final AtomicLong STRAY_DELETES = new AtomicLong();
+
+    /** {@code void deleter(DLManagedTensor[Versioned]* self)}: the same for both ABIs. */
+    static final MemorySegment DELETER;
+
+    static {
+        try {
+            DELETER = Linker.nativeLinker().upcallStub(
+                    MethodHandles.lookup().findStatic(Exports.class, "deleteFromNative",
+                            MethodType.methodType(void.class, MemorySegment.class)),
+                    DLPackExchangeAPI.DELETER_FN, Arena.global());
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private Exports() {}
+
+    /** A new managed struct for {@code t}; the memory stays allocated until its deleter runs. */
+    static MemorySegment export(Tensor t, boolean versioned, long extraFlags) {
+        if (t.isClosed()) {
+            throw new IllegalStateException("cannot export a closed tensor");
+        }
+        if (t.isSubBytePadded() && !versioned) {
+            throw new DlpackException("padded sub-byte " + t.dtype()
+                    + " data needs the IS_SUBBYTE_TYPE_PADDED flag, which only the versioned ABI carries");
+        }
+        int ndim = t.ndim();
+        long head = versioned ? DLManagedTensorVersioned.SIZE : DLManagedTensor.SIZE;
+        long blockSize = head + 16L * ndim;
+        MemoryOwner memory = t.memory();
+        memory.retain();
+        MemorySegment block;
+        try {
+            block = NativeMemory.malloc(blockSize);
+        } catch (Throwable e) {
+            memory.release();
+            throw e;
+        }
+        long serial = SERIALS.incrementAndGet();
+        long dl;
+        if (versioned) {
+            block.set(JAVA_INT, DLManagedTensorVersioned.VERSION + DLPackVersion.MAJOR, DlpackVersion.MAJOR);
+            block.set(JAVA_INT, DLManagedTensorVersioned.VERSION + DLPackVersion.MINOR, DlpackVersion.MINOR);
+            block.set(JAVA_LONG, DLManagedTensorVersioned.MANAGER_CTX, serial);
+            block.set(ADDRESS, DLManagedTensorVersioned.DELETER, DELETER);
+            long flags = extraFlags | (t.isReadOnly() ? DlpackFlags.READ_ONLY : 0)
+                    | (t.isSubBytePadded() ? DlpackFlags.IS_SUBBYTE_TYPE_PADDED : 0);
+            block.set(JAVA_LONG, DLManagedTensorVersioned.FLAGS, flags);
+            dl = DLManagedTensorVersioned.DL_TENSOR;
+        } else {
+            block.set(JAVA_LONG, DLManagedTensor.MANAGER_CTX, serial);
+            block.set(ADDRESS, DLManagedTensor.DELETER, DELETER);
+            dl = DLManagedTensor.DL_TENSOR;
+        }
+        MemorySegment shapePtr = block.asSlice(head, 8L * ndim);
+        MemorySegment stridesPtr = block.asSlice(head + 8L * ndim, 8L * ndim);
+        MemorySegment.copy(t.shapeArray(), 0, shapePtr, JAVA_LONG, 0, ndim);
+        MemorySegment.copy(t.stridesArray(), 0, stridesPtr, JAVA_LONG, 0, ndim);
+        block.set(JAVA_LONG, dl + DLTensor.DATA, memory.base.address() + t.offset());
+        block.set(JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_TYPE, t.device().type().code());
+        block.set(JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_ID, t.device().id());
+        block.set(JAVA_INT, dl + DLTensor.NDIM, ndim);
+        block.set(JAVA_BYTE, dl + DLTensor.DTYPE + DLDataType.CODE, (byte) t.dtype().code().code());
+        block.set(JAVA_BYTE, dl + DLTensor.DTYPE + DLDataType.BITS, (byte) t.dtype().bits());
+        block.set(JAVA_SHORT, dl + DLTensor.DTYPE + DLDataType.LANES, (short) t.dtype().lanes());
+        block.set(ADDRESS, dl + DLTensor.SHAPE, shapePtr);
+        block.set(ADDRESS, dl + DLTensor.STRIDES, stridesPtr);
+        block.set(JAVA_LONG, dl + DLTensor.BYTE_OFFSET, 0L);
+        LIVE.put(block.address(), new Export(serial, memory, blockSize));
+        return block;
+    }
+
+    /** The upcall: never lets anything escape into C, which would kill the JVM. */
+    private static void deleteFromNative(MemorySegment self) {
+        try {
+            delete(self.address());
+        } catch (Throwable t) {
+            try {
+                System.err.println("dlpack4j: error in the DLPack deleter: " + t);
+            } catch (Throwable ignored) {
+                // Nothing more can be done inside a deleter.
+            }
+        }
+    }
+
+    /**
+     * Releases the export at {@code address}: frees the struct and drops its hold on the memory.
+     * An address that is not a live export (a consumer calling the deleter twice) is counted and
+     * otherwise ignored.
+     */
+    static void delete(long address) {
+        Export e = LIVE.remove(address);
+        if (e == null) {
+            STRAY_DELETES.incrementAndGet();
+            return;
+        }
+        NativeMemory.free(MemorySegment.ofAddress(address), e.blockSize());
+        e.memory().release();
+    }
+
+    static boolean isOurDeleter(MemorySegment fn) {
+        return fn.address() == DELETER.address();
+    }
+
+    static int liveCount() {
+        return LIVE.size();
+    }
+
+    static long strayDeletes() {
+        return STRAY_DELETES.get();
+    }
+}

@@ -1,0 +1,163 @@
+package io.github.dlpack4j;
+
+import static java.lang.foreign.ValueLayout.ADDRESS_UNALIGNED;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
+import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED;
+
+import io.github.dlpack4j.abi.DLDataType;
+import io.github.dlpack4j.abi.DLDevice;
+import io.github.dlpack4j.abi.DLManagedTensor;
+import io.github.dlpack4j.abi.DLManagedTensorVersioned;
+import io.github.dlpack4j.abi.DLPackVersion;
+import io.github.dlpack4j.abi.DLTensor;
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+
+/**
+ * The fields of a foreign managed tensor, read once and validated before anything else uses them.
+ *
+ * <p>Every rule of DLPack 1.3 that can be checked from the struct is checked here; what cannot be
+ * checked is whether the pointers point at memory the producer really owns. The struct is copied
+ * into Java values, so a producer that changes it later cannot change what was validated.
+ *
+ * @param start   address of the lowest reachable byte
+ * @param length  number of reachable bytes
+ * @param offset  bytes from {@code start} to element [0, ..., 0]
+ */
+record ForeignTensor(DlpackVersion version, long flags, Device device, DataType dtype, long[] shape, long[] strides,
+                     long start, long length, long offset, boolean padded) {
+    /** No producer uses more; the limit keeps a garbage {@code ndim} from reading far past the arrays. */
+    static final int MAX_NDIM = 1024;
+
+    static final DlpackVersion LEGACY = new DlpackVersion(0, 0);
+
+    /** The deleter pointer of the managed struct at {@code ptr}, NULL if it has none. */
+    static MemorySegment deleterOf(MemorySegment ptr, boolean versioned) {
+        MemorySegment s = ptr.reinterpret(versioned ? DLManagedTensorVersioned.SIZE : DLManagedTensor.SIZE);
+        return s.get(ADDRESS_UNALIGNED, versioned ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER);
+    }
+
+    /**
+     * Reads and validates the managed struct at {@code ptr}.
+     *
+     * @throws DlpackException naming the first field that breaks the standard
+     */
+    static ForeignTensor read(MemorySegment ptr, boolean versioned) {
+        MemorySegment s = ptr.reinterpret(versioned ? DLManagedTensorVersioned.SIZE : DLManagedTensor.SIZE);
+        DlpackVersion version = LEGACY;
+        long flags = 0;
+        long dl;
+        String prefix;
+        if (versioned) {
+            version = new DlpackVersion(s.get(JAVA_INT_UNALIGNED, DLManagedTensorVersioned.VERSION + DLPackVersion.MAJOR),
+                    s.get(JAVA_INT_UNALIGNED, DLManagedTensorVersioned.VERSION + DLPackVersion.MINOR));
+            if (version.major() != DlpackVersion.MAJOR) {
+                throw new DlpackException("version = " + version + ": this consumer understands major version "
+                        + DlpackVersion.MAJOR + " only");
+            }
+            flags = s.get(JAVA_LONG_UNALIGNED, DLManagedTensorVersioned.FLAGS);
+            if ((flags & ~DlpackFlags.ALL) != 0) {
+                throw new DlpackException("flags = 0x" + Long.toHexString(flags) + ": bits 0x"
+                        + Long.toHexString(flags & ~DlpackFlags.ALL) + " are not defined by DLPack " + DlpackVersion.CURRENT);
+            }
+            dl = DLManagedTensorVersioned.DL_TENSOR;
+        } else {
+            dl = DLManagedTensor.DL_TENSOR;
+        }
+        prefix = "dl_tensor.";
+        int ndim = s.get(JAVA_INT_UNALIGNED, dl + DLTensor.NDIM);
+        if (ndim < 0 || ndim > MAX_NDIM) {
+            throw new DlpackException(prefix + "ndim = " + ndim + ": must be between 0 and " + MAX_NDIM);
+        }
+        Device device = readDevice(s, dl + DLTensor.DEVICE, prefix);
+        DataType dtype = readDtype(s, dl + DLTensor.DTYPE, prefix);
+        long[] shape = readArray(s.get(ADDRESS_UNALIGNED, dl + DLTensor.SHAPE), ndim, prefix + "shape");
+        for (int d = 0; d < ndim; d++) {
+            if (shape[d] < 0) {
+                throw new DlpackException(prefix + "shape[" + d + "] = " + shape[d] + ": extents must not be negative");
+            }
+        }
+        long numel = 1;
+        for (long e : shape) {
+            try {
+                numel = Math.multiplyExact(numel, e);
+            } catch (ArithmeticException overflow) {
+                throw new DlpackException(prefix + "shape = " + Arrays.toString(shape) + ": the element count overflows 64 bits");
+            }
+        }
+        MemorySegment stridesPtr = s.get(ADDRESS_UNALIGNED, dl + DLTensor.STRIDES);
+        long[] strides = stridesPtr.address() == 0 && ndim > 0
+                ? Shapes.rowMajorStrides(shape) // allowed from producers older than DLPack 1.2
+                : readArray(stridesPtr, ndim, prefix + "strides");
+        boolean padded = (flags & DlpackFlags.IS_SUBBYTE_TYPE_PADDED) != 0 && dtype.isSubByte();
+        Shapes.Extent extent;
+        try {
+            extent = Shapes.extent(shape, strides, dtype, padded);
+        } catch (ArithmeticException overflow) {
+            throw new DlpackException(prefix + "strides = " + Arrays.toString(strides) + " for shape "
+                    + Arrays.toString(shape) + ": the extent of the elements overflows 64 bits");
+        } catch (IllegalArgumentException notCompact) {
+            throw new DlpackException(prefix + "strides = " + Arrays.toString(strides) + ": " + notCompact.getMessage());
+        }
+        long data = s.get(JAVA_LONG_UNALIGNED, dl + DLTensor.DATA);
+        long byteOffset = s.get(JAVA_LONG_UNALIGNED, dl + DLTensor.BYTE_OFFSET);
+        if (numel == 0) {
+            return new ForeignTensor(version, flags, device, dtype, shape, strides, 0, 0, 0, padded);
+        }
+        if (data == 0) {
+            throw new DlpackException(prefix + "data = NULL, but the tensor has " + numel + " elements");
+        }
+        if (data < 0 || byteOffset < 0) {
+            throw new DlpackException(prefix + (data < 0 ? "data = 0x" + Long.toHexString(data)
+                    : "byte_offset = " + Long.toUnsignedString(byteOffset)) + ": beyond the address space");
+        }
+        try {
+            long first = Math.addExact(data, byteOffset);
+            long start = Math.addExact(first, extent.minByte());
+            long end = Math.addExact(first, extent.endByte());
+            if (start < 0) {
+                throw new ArithmeticException();
+            }
+            return new ForeignTensor(version, flags, device, dtype, shape, strides, start, end - start,
+                    -extent.minByte(), padded);
+        } catch (ArithmeticException outside) {
+            throw new DlpackException(prefix + "strides = " + Arrays.toString(strides) + " with data = 0x"
+                    + Long.toHexString(data) + " and byte_offset = " + byteOffset
+                    + ": the elements reach outside the address space");
+        }
+    }
+
+    private static Device readDevice(MemorySegment s, long at, String prefix) {
+        int type = s.get(JAVA_INT_UNALIGNED, at + DLDevice.DEVICE_TYPE);
+        int id = s.get(JAVA_INT_UNALIGNED, at + DLDevice.DEVICE_ID);
+        try {
+            return new Device(DeviceType.of(type), id);
+        } catch (DlpackException e) {
+            throw new DlpackException(prefix + "device." + e.getMessage());
+        }
+    }
+
+    private static DataType readDtype(MemorySegment s, long at, String prefix) {
+        int code = s.get(JAVA_BYTE, at + DLDataType.CODE) & 0xFF;
+        int bits = s.get(JAVA_BYTE, at + DLDataType.BITS) & 0xFF;
+        int lanes = s.get(JAVA_SHORT_UNALIGNED, at + DLDataType.LANES) & 0xFFFF;
+        try {
+            return DataType.of(code, bits, lanes);
+        } catch (DlpackException e) {
+            throw new DlpackException(prefix + e.getMessage() + " (dtype code " + code + ", bits " + bits + ", lanes "
+                    + lanes + ")");
+        }
+    }
+
+    private static long[] readArray(MemorySegment p, int n, String field) {
+        if (n == 0) {
+            return new long[0];
+        }
+        if (p.address() == 0) {
+            throw new DlpackException(field + " = NULL, but ndim = " + n);
+        }
+        return p.reinterpret(8L * n).toArray(JAVA_LONG_UNALIGNED);
+    }
+}

@@ -1,0 +1,154 @@
+package io.github.dlpack4j;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * A foreign {@code DLManagedTensor} or {@code DLManagedTensorVersioned} adopted by Java: a zero-copy
+ * {@link Tensor} over the producer's memory, and the duty to call the producer's deleter.
+ *
+ * <p>Adoption validates every field before use (see {@link #adoptVersioned}); if one is wrong, the
+ * deleter is called at once and a {@link DlpackException} names the field. Afterwards:
+ * <ul>
+ *   <li>{@link #tensor()} reads and writes the producer's memory directly; a {@code READ_ONLY}
+ *       producer gives a read-only tensor;</li>
+ *   <li>{@link #close()} calls the producer's deleter exactly once, from whatever thread closes, and
+ *       makes every view unusable ({@link IllegalStateException}, never a crash). If the tensor was
+ *       exported again meanwhile, the deleter runs when that export is deleted too;</li>
+ *   <li>a {@code ManagedTensor} that is never closed is closed by a {@code Cleaner} once it and all
+ *       its views are unreachable;</li>
+ *   <li>{@link #intoDeleter()} hands the duty to an {@link AllocationDeleter}, for a container that
+ *       keeps the data pointer and metadata itself.</li>
+ * </ul>
+ */
+public final class ManagedTensor implements AutoCloseable {
+    private final boolean versioned;
+    private final DlpackVersion version;
+    private final long flags;
+    private final Tensor tensor;
+    private final AtomicBoolean moved = new AtomicBoolean();
+
+    private ManagedTensor(boolean versioned, DlpackVersion version, long flags, Tensor tensor) {
+        this.versioned = versioned;
+        this.version = version;
+        this.flags = flags;
+        this.tensor = tensor;
+    }
+
+    /**
+     * Adopts a {@code DLManagedTensorVersioned*}: takes ownership of it whether or not this succeeds.
+     *
+     * @throws DlpackException if a field breaks DLPack 1.x (major version other than 1, negative or
+     *                         huge ndim, negative extents, overflowing shape or strides, NULL data with
+     *                         elements, unknown dtype or device, undefined flags); the deleter has run
+     * @throws NullPointerException if {@code ptr} is NULL; there is no deleter to call then
+     */
+    public static ManagedTensor adoptVersioned(MemorySegment ptr) {
+        return adopt(ptr, true);
+    }
+
+    /**
+     * Adopts a legacy {@code DLManagedTensor*} (DLPack before 1.0: no version, no flags), with the
+     * same validation and ownership rules as {@link #adoptVersioned}.
+     */
+    public static ManagedTensor adoptLegacy(MemorySegment ptr) {
+        return adopt(ptr, false);
+    }
+
+    private static ManagedTensor adopt(MemorySegment ptr, boolean versioned) {
+        Objects.requireNonNull(ptr, "ptr");
+        if (ptr.address() == 0) {
+            throw new NullPointerException("managed tensor pointer is NULL");
+        }
+        MemorySegment deleter = ForeignTensor.deleterOf(ptr, versioned);
+        Runnable release = releaseAction(deleter, MemorySegment.ofAddress(ptr.address()));
+        ForeignTensor f;
+        try {
+            f = ForeignTensor.read(ptr, versioned);
+        } catch (RuntimeException e) {
+            release.run();
+            throw e instanceof DlpackException ? e : new DlpackException("malformed managed tensor: " + e, e);
+        }
+        MemorySegment base = MemorySegment.ofAddress(f.start()).reinterpret(f.length());
+        MemoryOwner memory = MemoryOwner.create(base, release, false);
+        Tensor.Handle handle = new Tensor.Handle(memory.ownerHold());
+        boolean readOnly = (f.flags() & DlpackFlags.READ_ONLY) != 0;
+        Tensor view = new Tensor(memory, handle, false, f.offset(), f.shape(), f.strides(), f.dtype(), f.device(),
+                readOnly, f.padded());
+        return new ManagedTensor(versioned, f.version(), f.flags(), view);
+    }
+
+    /** Calls the producer's deleter; ours is called directly, without a trip through C. */
+    private static Runnable releaseAction(MemorySegment deleter, MemorySegment self) {
+        if (deleter.address() == 0) {
+            return () -> { };
+        }
+        if (Exports.isOurDeleter(deleter)) {
+            long address = self.address();
+            return () -> Exports.delete(address);
+        }
+        return () -> NativeMemory.callVoidFunction(deleter, self);
+    }
+
+    /**
+     * The zero-copy tensor over the producer's memory.
+     *
+     * @throws IllegalStateException after {@link #close()} or {@link #intoDeleter()}
+     */
+    public Tensor tensor() {
+        if (moved.get()) {
+            throw new IllegalStateException("ownership was moved to an AllocationDeleter");
+        }
+        if (tensor.isClosed()) {
+            throw new IllegalStateException("managed tensor is closed");
+        }
+        return tensor;
+    }
+
+    /** Whether the struct was a {@code DLManagedTensorVersioned}. */
+    public boolean isVersioned() {
+        return versioned;
+    }
+
+    /** The producer's DLPack version; {@code 0.0} for a legacy struct, which carries none. */
+    public DlpackVersion version() {
+        return version;
+    }
+
+    /** The producer's {@link DlpackFlags}; 0 for a legacy struct. */
+    public long flags() {
+        return flags;
+    }
+
+    /**
+     * Moves the duty to call the producer's deleter into an {@link AllocationDeleter}, for a
+     * container that adopts the data pointer and metadata read from {@link #tensor()}. This handle
+     * becomes unusable; tensors already taken from it stay valid until the deleter runs.
+     *
+     * @throws IllegalStateException if closed or moved already
+     */
+    public AllocationDeleter intoDeleter() {
+        if (tensor.isClosed() || !moved.compareAndSet(false, true)) {
+            throw new IllegalStateException("managed tensor is closed or was moved already");
+        }
+        return new AllocationDeleter(tensor.handle(), tensor.memory());
+    }
+
+    /**
+     * Calls the producer's deleter (once every export of this tensor is deleted too) and makes every
+     * view unusable. Idempotent, from any thread; does nothing after {@link #intoDeleter()}.
+     */
+    @Override
+    public void close() {
+        if (!moved.get()) {
+            tensor.handle().close();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "ManagedTensor(" + (versioned ? "versioned " + version : "legacy") + ", flags="
+                + DlpackFlags.toString(flags) + ", " + tensor + ")";
+    }
+}

@@ -1,0 +1,207 @@
+package io.github.dlpack4j;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.lang.ref.Cleaner;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * One block of tensor memory, shared by every {@link Tensor} view of it, and the reference count that
+ * decides when it is released.
+ *
+ * <h2>Why this and not one shared {@code Arena} per tensor</h2>
+ * Closing a shared arena costs a handshake with every JVM thread (about 70 µs), which would make a
+ * DLPack round trip a thousand times slower than the struct work it wraps. Instead:
+ * <ul>
+ *   <li>The memory has <em>holders</em>: the owning handle (a {@link Tensor} or {@link ManagedTensor})
+ *       and each live export. It is released (freed, or the producer's deleter called) exactly once,
+ *       when the last holder lets go, on whatever thread that is.</li>
+ *   <li>Library code that touches the memory does so between {@link #enter()} and {@link #exit()},
+ *       an in-flight count packed with a closed bit in one word. Release first sets the bit, so new
+ *       accesses fail with {@link IllegalStateException}, then waits for in-flight ones to finish
+ *       before it frees anything: a read after release is an exception, never a segfault.</li>
+ *   <li>Only when a caller asks for the raw {@link MemorySegment} ({@link Tensor#data()}, typed
+ *       buffers) is a shared arena made for it, lazily, so that the JVM itself checks those accesses;
+ *       only such tensors pay the handshake at release.</li>
+ * </ul>
+ * A {@link Cleaner} releases the owning handle's hold when every view of the memory is unreachable
+ * and the handle was never closed.
+ */
+final class MemoryOwner {
+    static final Cleaner CLEANER = Cleaner.create();
+
+    /** The whole reachable block; its scope is global (checked by {@link #enter}) or the caller's. */
+    final MemorySegment base;
+    private final Lifetime life;
+
+    private MemoryOwner(MemorySegment base, Runnable release, boolean borrowed) {
+        this.base = base;
+        this.life = new Lifetime(release, borrowed);
+    }
+
+    /** Memory with one holder, the caller, who releases it with the returned handle. */
+    static MemoryOwner create(MemorySegment base, Runnable release, boolean borrowed) {
+        return new MemoryOwner(base, release, borrowed);
+    }
+
+    /**
+     * Registers the initial hold for release by {@code Cleanable.clean()}, or by the cleaner once this
+     * memory is unreachable. Called once, right after {@link #create}.
+     */
+    Cleaner.Cleanable ownerHold() {
+        return CLEANER.register(this, life::release);
+    }
+
+    /** Adds a holder; the memory stays allocated until it calls {@link #release()}. */
+    void retain() {
+        life.retain();
+    }
+
+    /** Removes a holder; the last one releases the memory. */
+    void release() {
+        life.release();
+    }
+
+    /** Starts an access; throws {@link IllegalStateException} if the memory was released. */
+    void enter() {
+        life.enter();
+    }
+
+    /** Ends an access begun by {@link #enter()}. */
+    void exit() {
+        life.exit();
+    }
+
+    boolean isAlive() {
+        return life.isAlive();
+    }
+
+    /** {@code base} bound to a shared arena that closes on release, so the JVM checks every access. */
+    MemorySegment scopedBase() {
+        return life.scoped(base);
+    }
+
+    /** The counts and the release action, apart from the owner so that the cleaner can reach them. */
+    private static final class Lifetime {
+        private static final VarHandle HOLDERS;
+        private static final VarHandle STATE;
+        private static final int CLOSED = 1 << 31;
+
+        static {
+            try {
+                MethodHandles.Lookup l = MethodHandles.lookup();
+                HOLDERS = l.findVarHandle(Lifetime.class, "holders", int.class);
+                STATE = l.findVarHandle(Lifetime.class, "state", int.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
+        private final Runnable release;
+        private final boolean borrowed;
+        @SuppressWarnings("unused") // through HOLDERS
+        private volatile int holders = 1;
+        /** CLOSED bit, and the number of accesses in flight in the low bits. */
+        @SuppressWarnings("unused") // through STATE
+        private volatile int state;
+        private Arena arena;
+        private MemorySegment scoped;
+
+        Lifetime(Runnable release, boolean borrowed) {
+            this.release = release;
+            this.borrowed = borrowed;
+        }
+
+        void retain() {
+            int h;
+            do {
+                h = (int) HOLDERS.getVolatile(this);
+                if (h <= 0) {
+                    throw new IllegalStateException("the tensor memory was already released");
+                }
+            } while (!HOLDERS.weakCompareAndSet(this, h, h + 1));
+        }
+
+        void release() {
+            int h = (int) HOLDERS.getAndAdd(this, -1);
+            if (h == 1) {
+                destroy();
+            } else if (h <= 0) {
+                HOLDERS.getAndAdd(this, 1);
+                throw new IllegalStateException("tensor memory released more often than it was held");
+            }
+        }
+
+        void enter() {
+            int s = (int) STATE.getAndAdd(this, 1);
+            if ((s & CLOSED) != 0) {
+                STATE.getAndAdd(this, -1);
+                throw new IllegalStateException("tensor memory is closed: the owner was closed and every export was deleted");
+            }
+        }
+
+        void exit() {
+            STATE.getAndAdd(this, -1);
+        }
+
+        boolean isAlive() {
+            return ((int) STATE.getVolatile(this) & CLOSED) == 0;
+        }
+
+        MemorySegment scoped(MemorySegment base) {
+            if (borrowed) {
+                return base; // the caller's segment carries the caller's own scope
+            }
+            enter();
+            try {
+                synchronized (this) {
+                    if (scoped == null) {
+                        arena = Arena.ofShared();
+                        scoped = base.reinterpret(arena, null);
+                    }
+                    return scoped;
+                }
+            } finally {
+                exit();
+            }
+        }
+
+        private void destroy() {
+            int s;
+            do {
+                s = (int) STATE.getVolatile(this);
+            } while (!STATE.weakCompareAndSet(this, s, s | CLOSED));
+            for (int spins = 0; ((int) STATE.getVolatile(this) & ~CLOSED) != 0; spins++) {
+                if (spins < 1000) {
+                    Thread.onSpinWait();
+                } else {
+                    LockSupport.parkNanos(10_000);
+                }
+            }
+            Arena a;
+            synchronized (this) {
+                a = arena;
+                arena = null;
+                scoped = null;
+            }
+            if (a != null) {
+                closeArena(a);
+            }
+            release.run();
+        }
+
+        /** Closes the arena, waiting out a native call that keeps one of its segments alive. */
+        private static void closeArena(Arena a) {
+            for (int attempt = 0; ; attempt++) {
+                try {
+                    a.close();
+                    return;
+                } catch (IllegalStateException busy) {
+                    LockSupport.parkNanos(Math.min(1_000_000L, 1_000L << Math.min(attempt, 10)));
+                }
+            }
+        }
+    }
+}

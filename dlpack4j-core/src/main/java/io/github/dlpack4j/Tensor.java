@@ -1,0 +1,891 @@
+package io.github.dlpack4j;
+
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_DOUBLE_UNALIGNED;
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED;
+import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
+import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.ref.Cleaner;
+import java.nio.Buffer;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.CharBuffer;
+import java.nio.DoubleBuffer;
+import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
+import java.nio.LongBuffer;
+import java.nio.ShortBuffer;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * An n-dimensional array over native memory: the Java side of every DLPack exchange.
+ *
+ * <p>A tensor is either <em>owning</em> (made by {@link #of}, {@link #zeros}, {@link #copy}, or
+ * handed out by a {@link ManagedTensor}) or a <em>view</em> of one (made by {@link #slice},
+ * {@link #permute}, {@link #reshape} and the like; views share the memory and the open/closed state
+ * of the tensor they came from). Memory from {@link #wrap} is <em>borrowed</em>: its owner is the
+ * caller's {@code Arena}.
+ *
+ * <p>Strides count elements, as in DLPack, and may be negative or zero. Sub-byte types (FP4, FP6,
+ * int4, ...) are packed little bit-endian and are always compact; their elements are read and
+ * written unpacked, one value at a time.
+ *
+ * <p><b>Lifetime.</b> {@link #close()} on an owning tensor makes it and all its views unusable (any
+ * access throws {@link IllegalStateException}); the memory itself is freed when the tensor is
+ * closed <em>and</em> every DLPack export of it was deleted by its consumer. A tensor that is never
+ * closed is released by a {@code Cleaner} once unreachable. {@code close()} on a view does nothing.
+ * Tensors are safe to read from several threads; concurrent writes to the same element are a race
+ * in the data, as in C, but never a crash.
+ */
+public final class Tensor implements AutoCloseable {
+    private static final int PREVIEW_THRESHOLD = 1000;
+    private static final int PREVIEW_EDGE = 3;
+    private static final Map<Class<? extends Buffer>, DataType> BUFFER_TYPES = Map.of(
+            DoubleBuffer.class, DataType.FLOAT64, FloatBuffer.class, DataType.FLOAT32,
+            LongBuffer.class, DataType.INT64, IntBuffer.class, DataType.INT32,
+            ShortBuffer.class, DataType.INT16, CharBuffer.class, DataType.UINT16);
+
+    /** The open/closed state shared by an owning tensor and all views made from it. */
+    static final class Handle {
+        private volatile boolean closed;
+        private final Cleaner.Cleanable hold;
+
+        Handle(Cleaner.Cleanable hold) {
+            this.hold = hold;
+        }
+
+        /** Closes once; returns whether this call closed it. */
+        boolean close() {
+            synchronized (this) {
+                if (closed) {
+                    return false;
+                }
+                closed = true;
+            }
+            hold.clean();
+            return true;
+        }
+
+        boolean isClosed() {
+            return closed;
+        }
+    }
+
+    private final MemoryOwner memory;
+    private final Handle handle;
+    private final boolean owning;
+    /** Byte offset of element [0, ..., 0] from {@code memory.base}. */
+    private final long offset;
+    private final long[] shape;
+    private final long[] strides;
+    private final DataType dtype;
+    private final Device device;
+    private final boolean readOnly;
+    private final boolean paddedSubByte;
+    private final ElementAccess access;
+    private final long numel;
+
+    Tensor(MemoryOwner memory, Handle handle, boolean owning, long offset, long[] shape, long[] strides,
+           DataType dtype, Device device, boolean readOnly, boolean paddedSubByte) {
+        this.memory = memory;
+        this.handle = handle;
+        this.owning = owning;
+        this.offset = offset;
+        this.shape = shape;
+        this.strides = strides;
+        this.dtype = dtype;
+        this.device = device;
+        this.readOnly = readOnly;
+        this.paddedSubByte = paddedSubByte;
+        this.access = ElementAccess.of(dtype, dtype.isSubByte() && !paddedSubByte);
+        this.numel = Shapes.numel(shape);
+    }
+
+    // ---------------------------------------------------------------- factories
+
+    /**
+     * A new compact tensor of zeros. Sub-byte types are packed.
+     *
+     * @param shape the extent of each dimension; none for a scalar
+     */
+    public static Tensor zeros(DataType dtype, long... shape) {
+        Tensor t = allocate(dtype, shape);
+        t.memory.base.fill((byte) 0);
+        return t;
+    }
+
+    private static Tensor allocate(DataType dtype, long[] shape) {
+        Objects.requireNonNull(dtype, "dtype");
+        long[] s = shape.clone();
+        long n = Shapes.checkedNumel(s);
+        long bytes = dtype.storageBytes(n, false);
+        MemorySegment seg = NativeMemory.allocateData(bytes);
+        MemoryOwner m = MemoryOwner.create(seg, () -> NativeMemory.free(seg, bytes), false);
+        Handle h = new Handle(m.ownerHold());
+        return new Tensor(m, h, true, 0, s, Shapes.rowMajorStrides(s), dtype, Device.CPU, false, false);
+    }
+
+    /** A FLOAT64 tensor holding a copy of {@code values} in row-major order; no shape means 1-d. */
+    public static Tensor of(double[] values, long... shape) {
+        return fromArray(DataType.FLOAT64, values, values.length, shape, JAVA_DOUBLE_UNALIGNED);
+    }
+
+    /** A FLOAT32 tensor holding a copy of {@code values}; no shape means 1-d. */
+    public static Tensor of(float[] values, long... shape) {
+        return fromArray(DataType.FLOAT32, values, values.length, shape, JAVA_FLOAT_UNALIGNED);
+    }
+
+    /** An INT64 tensor holding a copy of {@code values}; no shape means 1-d. */
+    public static Tensor of(long[] values, long... shape) {
+        return fromArray(DataType.INT64, values, values.length, shape, JAVA_LONG_UNALIGNED);
+    }
+
+    /** An INT32 tensor holding a copy of {@code values}; no shape means 1-d. */
+    public static Tensor of(int[] values, long... shape) {
+        return fromArray(DataType.INT32, values, values.length, shape, JAVA_INT_UNALIGNED);
+    }
+
+    /** An INT16 tensor holding a copy of {@code values}; no shape means 1-d. */
+    public static Tensor of(short[] values, long... shape) {
+        return fromArray(DataType.INT16, values, values.length, shape, JAVA_SHORT_UNALIGNED);
+    }
+
+    /** An INT8 tensor holding a copy of {@code values}; no shape means 1-d. */
+    public static Tensor of(byte[] values, long... shape) {
+        return fromArray(DataType.INT8, values, values.length, shape, JAVA_BYTE);
+    }
+
+    /** A BOOL tensor (one byte per element, 0 or 1) holding {@code values}; no shape means 1-d. */
+    public static Tensor of(boolean[] values, long... shape) {
+        byte[] bytes = new byte[values.length];
+        for (int i = 0; i < values.length; i++) {
+            bytes[i] = (byte) (values[i] ? 1 : 0);
+        }
+        return fromArray(DataType.BOOL, bytes, values.length, shape, JAVA_BYTE);
+    }
+
+    private static Tensor fromArray(DataType dtype, Object array, int length, long[] shape, ValueLayout layout) {
+        long[] s = shape.length == 0 ? new long[] {length} : shape;
+        if (Shapes.checkedNumel(s) != length) {
+            throw new IllegalArgumentException("shape " + Arrays.toString(s) + " holds " + Shapes.checkedNumel(s)
+                    + " elements but the array has " + length);
+        }
+        Tensor t = allocate(dtype, s);
+        MemorySegment.copy(array, 0, t.memory.base, layout, 0, length);
+        return t;
+    }
+
+    /**
+     * A compact row-major view of memory the caller owns. The tensor borrows {@code segment}: the
+     * segment's arena decides how long the data lives, and must outlive every export of it.
+     */
+    public static Tensor wrap(MemorySegment segment, DataType dtype, long... shape) {
+        return wrap(segment, 0, dtype, shape, Shapes.rowMajorStrides(shape));
+    }
+
+    /**
+     * A strided view of memory the caller owns: element {@code [0, ..., 0]} at {@code byteOffset}
+     * into {@code segment}, strides in elements (negative and zero allowed). Every reachable element
+     * must lie inside the segment. Sub-byte types must be compact.
+     *
+     * @throws IllegalArgumentException if an element would lie outside the segment
+     */
+    public static Tensor wrap(MemorySegment segment, long byteOffset, DataType dtype, long[] shape, long[] strides) {
+        Objects.requireNonNull(segment, "segment");
+        long[] s = shape.clone();
+        long[] st = strides.clone();
+        Shapes.Extent e = Shapes.extent(s, st, dtype, false);
+        if (e.numel() > 0 && (byteOffset + e.minByte() < 0 || byteOffset + e.endByte() > segment.byteSize())) {
+            throw new IllegalArgumentException("elements reach bytes [" + (byteOffset + e.minByte()) + ", "
+                    + (byteOffset + e.endByte()) + "), outside the segment of " + segment.byteSize() + " bytes");
+        }
+        MemoryOwner m = MemoryOwner.create(segment, () -> { }, true);
+        return new Tensor(m, new Handle(m.ownerHold()), true, byteOffset, s, st, dtype, Device.CPU,
+                segment.isReadOnly(), false);
+    }
+
+    // ---------------------------------------------------------------- metadata
+
+    /** The extent of each dimension (a copy). */
+    public long[] shape() {
+        return shape.clone();
+    }
+
+    /** The stride of each dimension in elements (a copy). */
+    public long[] strides() {
+        return strides.clone();
+    }
+
+    /** The element type. */
+    public DataType dtype() {
+        return dtype;
+    }
+
+    /** Where the data lives. */
+    public Device device() {
+        return device;
+    }
+
+    /** The number of dimensions. */
+    public int ndim() {
+        return shape.length;
+    }
+
+    /** The number of elements: the product of the shape (1 for a scalar). */
+    public long numel() {
+        return numel;
+    }
+
+    /** Whether writes are refused. */
+    public boolean isReadOnly() {
+        return readOnly;
+    }
+
+    /** Whether the elements are compact in row-major order (dimensions of extent 1 ignored). */
+    public boolean isContiguous() {
+        return Shapes.isRowMajor(shape, strides);
+    }
+
+    /** Whether sub-byte elements are padded to one byte each instead of packed. */
+    public boolean isSubBytePadded() {
+        return paddedSubByte;
+    }
+
+    /** Whether {@link #close()} was called on this tensor or on the tensor it is a view of. */
+    public boolean isClosed() {
+        return handle.isClosed() || !memory.isAlive();
+    }
+
+    /**
+     * The address of element {@code [0, ..., 0]}, on whatever device the tensor lives (a device
+     * pointer for CUDA). For handing to native code; the tensor must stay open while it is used.
+     */
+    public long dataPointer() {
+        checkOpen();
+        return memory.base.address() + offset;
+    }
+
+    /**
+     * Exactly the bytes the elements reach, from the lowest to the highest address. The segment is
+     * checked by the JVM: once the memory is released, access to it throws
+     * {@link IllegalStateException}. Read-only tensors give a read-only segment.
+     *
+     * @throws UnsupportedOperationException if the tensor lives on a device the CPU cannot address
+     */
+    public MemorySegment data() {
+        checkHost();
+        MemorySegment seg = scopedBase();
+        MemorySegment slice;
+        if (numel == 0) {
+            slice = seg.asSlice(0, 0);
+        } else if (access.isPacked()) {
+            slice = seg.asSlice(offset, dtype.storageBytes(numel, false));
+        } else {
+            Shapes.Extent e = Shapes.extent(shape, strides, dtype, paddedSubByte);
+            slice = seg.asSlice(offset + e.minByte(), e.endByte() - e.minByte());
+        }
+        return readOnly ? slice.asReadOnly() : slice;
+    }
+
+    private MemorySegment scopedBase() {
+        checkOpen();
+        return memory.scopedBase();
+    }
+
+    // ---------------------------------------------------------------- typed zero-copy access
+
+    /**
+     * The data as a segment of Java elements of {@code elementType} (e.g. {@code float.class} for
+     * FLOAT32), without copying. Like DLPack.jl's typed {@code unsafe_wrap}, it refuses a dtype that is
+     * not {@code elementType}'s ({@link DataType#ofJavaType}) or data that is not contiguous.
+     *
+     * @throws DlpackException naming both the tensor's dtype and layout and the requested type
+     */
+    public MemorySegment asSegment(Class<?> elementType) {
+        DataType wanted = DataType.ofJavaType(elementType);
+        checkTyped(wanted, elementType.getName());
+        return data();
+    }
+
+    /**
+     * The data as an NIO buffer in native byte order, without copying: {@code FloatBuffer} needs
+     * FLOAT32, {@code DoubleBuffer} FLOAT64, {@code IntBuffer} INT32, {@code LongBuffer} INT64,
+     * {@code ShortBuffer} INT16, {@code CharBuffer} UINT16; a {@code ByteBuffer} takes the raw bytes of
+     * any dtype. The data must be contiguous. The buffer is read-only for a read-only tensor and
+     * fails with {@link IllegalStateException} once the memory is released.
+     *
+     * @throws DlpackException naming both the tensor's dtype and layout and the requested type
+     */
+    public <B extends Buffer> B asBuffer(Class<B> bufferType) {
+        DataType wanted = bufferType == ByteBuffer.class ? dtype : BUFFER_TYPES.get(bufferType);
+        if (wanted == null) {
+            throw new IllegalArgumentException("unsupported buffer type " + bufferType.getName());
+        }
+        checkTyped(wanted, bufferType.getSimpleName());
+        ByteBuffer bytes = data().asByteBuffer().order(ByteOrder.nativeOrder());
+        Buffer b = switch (bufferType.getSimpleName()) {
+            case "ByteBuffer" -> bytes;
+            case "DoubleBuffer" -> bytes.asDoubleBuffer();
+            case "FloatBuffer" -> bytes.asFloatBuffer();
+            case "LongBuffer" -> bytes.asLongBuffer();
+            case "IntBuffer" -> bytes.asIntBuffer();
+            case "ShortBuffer" -> bytes.asShortBuffer();
+            default -> bytes.asCharBuffer();
+        };
+        return bufferType.cast(b);
+    }
+
+    private void checkTyped(DataType wanted, String javaName) {
+        if (!dtype.equals(wanted) || !isContiguous() || paddedSubByte) {
+            throw new DlpackException("cannot view a " + dtype + " tensor of shape " + Arrays.toString(shape)
+                    + " and strides " + Arrays.toString(strides) + (isContiguous() ? "" : " (not contiguous)")
+                    + " as " + javaName + " (" + wanted + ", contiguous)"
+                    + (isContiguous() ? "" : "; copy() it first"));
+        }
+    }
+
+    // ---------------------------------------------------------------- elements
+
+    /** The element at {@code index} as a double (the real part of a complex, 0/1 for bool). */
+    public double getDouble(long... index) {
+        long pos = position(index);
+        MemoryOwner m = enterRead();
+        try {
+            return access.getDouble(m.base, pos);
+        } finally {
+            m.exit();
+        }
+    }
+
+    /** The element at {@code index} as a float. */
+    public float getFloat(long... index) {
+        return (float) getDouble(index);
+    }
+
+    /**
+     * The element at {@code index} as a long: integers exactly (UINT64 as its two's complement
+     * bits), floating point truncated toward zero, bool as 0/1.
+     */
+    public long getLong(long... index) {
+        long pos = position(index);
+        MemoryOwner m = enterRead();
+        try {
+            return access.getLong(m.base, pos);
+        } finally {
+            m.exit();
+        }
+    }
+
+    /** The element at {@code index} as a boolean: whether it is non-zero. */
+    public boolean getBoolean(long... index) {
+        return access.isComplex() ? getDouble(index) != 0 || getImag(index) != 0 : getDouble(index) != 0;
+    }
+
+    /** The imaginary part of the complex element at {@code index}; 0 for real dtypes. */
+    public double getImag(long... index) {
+        long pos = position(index);
+        MemoryOwner m = enterRead();
+        try {
+            return access.getImag(m.base, pos);
+        } finally {
+            m.exit();
+        }
+    }
+
+    /** Stores {@code value} at {@code index}, converted to the dtype (rounded to nearest for small floats). */
+    public void setDouble(double value, long... index) {
+        long pos = position(index);
+        MemoryOwner m = enterWrite();
+        try {
+            access.setDouble(m.base, pos, value);
+        } finally {
+            m.exit();
+        }
+    }
+
+    /** Stores {@code value} at {@code index}, converted to the dtype (integers keep their low bits). */
+    public void setLong(long value, long... index) {
+        long pos = position(index);
+        MemoryOwner m = enterWrite();
+        try {
+            access.setLong(m.base, pos, value);
+        } finally {
+            m.exit();
+        }
+    }
+
+    /** Stores {@code value} at {@code index} as 1 or 0 in the dtype. */
+    public void setBoolean(boolean value, long... index) {
+        setLong(value ? 1 : 0, index);
+    }
+
+    /** Stores a complex value at {@code index}; real dtypes keep only {@code real}. */
+    public void setComplex(double real, double imag, long... index) {
+        long pos = position(index);
+        MemoryOwner m = enterWrite();
+        try {
+            access.setComplex(m.base, pos, real, imag);
+        } finally {
+            m.exit();
+        }
+    }
+
+    // ---------------------------------------------------------------- bulk copy-out
+
+    /** Every element as a double, in row-major order. Complex elements give their real parts. */
+    public double[] toDoubleArray() {
+        double[] out = new double[arrayLength(1)];
+        if (dtype.equals(DataType.FLOAT64) && isContiguous()) {
+            return bulk(out, JAVA_DOUBLE_UNALIGNED);
+        }
+        MemoryOwner m = enterRead();
+        try {
+            forEachPosition((i, pos) -> out[i] = access.getDouble(m.base, pos));
+        } finally {
+            m.exit();
+        }
+        return out;
+    }
+
+    /** Every complex element as interleaved (real, imaginary) pairs, in row-major order. */
+    public double[] toComplexArray() {
+        double[] out = new double[arrayLength(2)];
+        MemoryOwner m = enterRead();
+        try {
+            forEachPosition((i, pos) -> {
+                out[2 * i] = access.getDouble(m.base, pos);
+                out[2 * i + 1] = access.getImag(m.base, pos);
+            });
+        } finally {
+            m.exit();
+        }
+        return out;
+    }
+
+    /** Every element as a float, in row-major order. */
+    public float[] toFloatArray() {
+        float[] out = new float[arrayLength(1)];
+        if (dtype.equals(DataType.FLOAT32) && isContiguous()) {
+            return bulk(out, JAVA_FLOAT_UNALIGNED);
+        }
+        MemoryOwner m = enterRead();
+        try {
+            forEachPosition((i, pos) -> out[i] = (float) access.getDouble(m.base, pos));
+        } finally {
+            m.exit();
+        }
+        return out;
+    }
+
+    /** Every element as a long (see {@link #getLong}), in row-major order. */
+    public long[] toLongArray() {
+        long[] out = new long[arrayLength(1)];
+        if (dtype.equals(DataType.INT64) && isContiguous()) {
+            return bulk(out, JAVA_LONG_UNALIGNED);
+        }
+        MemoryOwner m = enterRead();
+        try {
+            forEachPosition((i, pos) -> out[i] = access.getLong(m.base, pos));
+        } finally {
+            m.exit();
+        }
+        return out;
+    }
+
+    /** Every element as an int (the low 32 bits of {@link #getLong}), in row-major order. */
+    public int[] toIntArray() {
+        int[] out = new int[arrayLength(1)];
+        if (dtype.equals(DataType.INT32) && isContiguous()) {
+            return bulk(out, JAVA_INT_UNALIGNED);
+        }
+        MemoryOwner m = enterRead();
+        try {
+            forEachPosition((i, pos) -> out[i] = (int) access.getLong(m.base, pos));
+        } finally {
+            m.exit();
+        }
+        return out;
+    }
+
+    /** Every element as a boolean (non-zero), in row-major order. */
+    public boolean[] toBooleanArray() {
+        boolean[] out = new boolean[arrayLength(1)];
+        MemoryOwner m = enterRead();
+        try {
+            forEachPosition((i, pos) -> out[i] = access.getDouble(m.base, pos) != 0 || access.getImag(m.base, pos) != 0);
+        } finally {
+            m.exit();
+        }
+        return out;
+    }
+
+    private <A> A bulk(A out, ValueLayout layout) {
+        MemoryOwner m = enterRead();
+        try {
+            MemorySegment.copy(m.base, layout, offset, out, 0, (int) numel);
+        } finally {
+            m.exit();
+        }
+        return out;
+    }
+
+    private int arrayLength(int perElement) {
+        if (numel > (Integer.MAX_VALUE - 8) / perElement) {
+            throw new IllegalStateException(numel + " elements do not fit in a Java array");
+        }
+        if (!access.isSupported()) {
+            throw new UnsupportedOperationException("elements of dtype " + dtype + " cannot be read as numbers");
+        }
+        return (int) numel * perElement;
+    }
+
+    // ---------------------------------------------------------------- views
+
+    /**
+     * The elements {@code start, start+step, ...} before {@code stop} of dimension {@code dim}, with
+     * Python's rules: negative indices count from the end, bounds are clipped, a negative step walks
+     * backwards ({@code slice(0, -1, Long.MIN_VALUE, -1)} is {@code a[::-1]}).
+     */
+    public Tensor slice(int dim, long start, long stop, long step) {
+        int d = checkDim(dim);
+        long[] r = Shapes.sliceIndices(shape[d], start, stop, step);
+        long[] s = shape.clone();
+        long[] st = strides.clone();
+        s[d] = r[1];
+        st[d] = Math.multiplyExact(strides[d], step);
+        return view(offsetOf(d, r[0]), s, st, readOnly);
+    }
+
+    /** The sub-tensor at {@code index} of dimension {@code dim}, which disappears (negative counts from the end). */
+    public Tensor select(int dim, long index) {
+        int d = checkDim(dim);
+        long i = index < 0 ? index + shape[d] : index;
+        if (i < 0 || i >= shape[d]) {
+            throw new IndexOutOfBoundsException("index " + index + " out of range for dimension " + d + " of extent " + shape[d]);
+        }
+        return view(offsetOf(d, i), Shapes.remove(shape, d), Shapes.remove(strides, d), readOnly);
+    }
+
+    /** Dimension {@code dim} in reverse order (a negative stride). */
+    public Tensor flip(int dim) {
+        int d = checkDim(dim);
+        long[] st = strides.clone();
+        st[d] = -strides[d];
+        return view(offsetOf(d, Math.max(shape[d] - 1, 0)), shape.clone(), st, readOnly);
+    }
+
+    /** The dimensions in the order {@code dims} (a permutation of {@code 0..ndim-1}). */
+    public Tensor permute(int... dims) {
+        if (dims.length != shape.length) {
+            throw new IllegalArgumentException("permute needs " + shape.length + " dimensions, got " + Arrays.toString(dims));
+        }
+        long[] s = new long[dims.length];
+        long[] st = new long[dims.length];
+        boolean[] seen = new boolean[dims.length];
+        for (int i = 0; i < dims.length; i++) {
+            int d = checkDim(dims[i]);
+            if (seen[d]) {
+                throw new IllegalArgumentException("repeated dimension in " + Arrays.toString(dims));
+            }
+            seen[d] = true;
+            s[i] = shape[d];
+            st[i] = strides[d];
+        }
+        return view(offset, s, st, readOnly);
+    }
+
+    /** All dimensions reversed, as NumPy's {@code a.T}. */
+    public Tensor transpose() {
+        int[] dims = new int[shape.length];
+        for (int i = 0; i < dims.length; i++) {
+            dims[i] = dims.length - 1 - i;
+        }
+        return permute(dims);
+    }
+
+    /** Dimensions {@code a} and {@code b} swapped. */
+    public Tensor transpose(int a, int b) {
+        int[] dims = new int[shape.length];
+        for (int i = 0; i < dims.length; i++) {
+            dims[i] = i;
+        }
+        dims[checkDim(a)] = b;
+        dims[checkDim(b)] = a;
+        return permute(dims);
+    }
+
+    /**
+     * The same elements in a new shape, in row-major order, without copying; one extent may be -1
+     * to be inferred.
+     *
+     * @throws IllegalArgumentException if the element count differs, or the strides cannot express
+     *                                  the new shape (then {@code copy().reshape(...)} works)
+     */
+    public Tensor reshape(long... newShape) {
+        long[] s = Shapes.inferShape(newShape, numel);
+        if (access.isPacked()) {
+            return view(offset, s, Shapes.rowMajorStrides(s), readOnly);
+        }
+        long[] st = Shapes.reshapeStrides(shape, strides, s);
+        if (st == null) {
+            throw new IllegalArgumentException("cannot reshape a tensor of shape " + Arrays.toString(shape)
+                    + " and strides " + Arrays.toString(strides) + " to " + Arrays.toString(s)
+                    + " without copying; use copy().reshape(...)");
+        }
+        return view(offset, s, st, readOnly);
+    }
+
+    /**
+     * This tensor repeated along new or extent-1 dimensions by zero strides, as NumPy's
+     * {@code broadcast_to}. The result is read-only, since its elements alias each other.
+     */
+    public Tensor broadcastTo(long... newShape) {
+        if (newShape.length < shape.length) {
+            throw new IllegalArgumentException("cannot broadcast " + Arrays.toString(shape) + " to fewer dimensions " + Arrays.toString(newShape));
+        }
+        long[] s = newShape.clone();
+        long[] st = new long[s.length];
+        int lead = s.length - shape.length;
+        for (int i = 0; i < s.length; i++) {
+            if (s[i] < 0) {
+                throw new IllegalArgumentException("negative extent in " + Arrays.toString(newShape));
+            }
+            if (i >= lead) {
+                long old = shape[i - lead];
+                if (old == s[i]) {
+                    st[i] = strides[i - lead];
+                } else if (old != 1) {
+                    throw new IllegalArgumentException("cannot broadcast " + Arrays.toString(shape) + " to " + Arrays.toString(newShape));
+                }
+            }
+        }
+        return view(offset, s, st, true);
+    }
+
+    /** A view that refuses writes. */
+    public Tensor readOnly() {
+        return view(offset, shape.clone(), strides.clone(), true);
+    }
+
+    /** A new owning, compact, writable copy of the elements (the caller closes it). */
+    public Tensor copy() {
+        Tensor out = allocate(dtype, shape);
+        MemoryOwner m = enterRead();
+        try {
+            if (paddedSubByte) {
+                forEachPosition((i, pos) -> out.access.setBits(out.memory.base, (long) i * dtype.bits(),
+                        access.getBits(m.base, pos)));
+            } else if (isContiguous()) {
+                MemorySegment.copy(m.base, offset, out.memory.base, 0, dtype.storageBytes(numel, false));
+            } else {
+                int size = dtype.byteSize();
+                forEachPosition((i, pos) -> MemorySegment.copy(m.base, pos, out.memory.base, (long) i * size, size));
+            }
+        } catch (RuntimeException e) {
+            out.close();
+            throw e;
+        } finally {
+            m.exit();
+        }
+        return out;
+    }
+
+    private Tensor view(long newOffset, long[] s, long[] st, boolean ro) {
+        if (access.isPacked() && !Shapes.isRowMajor(s, st)) {
+            throw new UnsupportedOperationException("packed " + dtype + " tensors have no strided views; "
+                    + "only reshape keeps them compact");
+        }
+        checkOpen();
+        return new Tensor(memory, handle, false, newOffset, s, st, dtype, device, ro, paddedSubByte);
+    }
+
+    private long offsetOf(int dim, long index) {
+        return offset + Math.multiplyExact(Math.multiplyExact(index, strides[dim]), (long) dtype.byteSize());
+    }
+
+    private int checkDim(int dim) {
+        int d = dim < 0 ? dim + shape.length : dim;
+        if (d < 0 || d >= shape.length) {
+            throw new IndexOutOfBoundsException("dimension " + dim + " out of range for a " + shape.length + "-d tensor");
+        }
+        return d;
+    }
+
+    // ---------------------------------------------------------------- lifetime
+
+    /**
+     * Closes an owning tensor: it and its views become unusable, and its memory is freed once every
+     * export of it has been deleted. Idempotent; does nothing on a view.
+     */
+    @Override
+    public void close() {
+        if (owning) {
+            handle.close();
+        }
+    }
+
+    MemoryOwner memory() {
+        return memory;
+    }
+
+    Handle handle() {
+        return handle;
+    }
+
+    long offset() {
+        return offset;
+    }
+
+    long[] shapeArray() {
+        return shape;
+    }
+
+    long[] stridesArray() {
+        return strides;
+    }
+
+    // ---------------------------------------------------------------- internals
+
+    private void checkOpen() {
+        if (handle.isClosed()) {
+            throw new IllegalStateException("tensor is closed");
+        }
+    }
+
+    private void checkHost() {
+        if (!device.type().isHostAccessible()) {
+            throw new UnsupportedOperationException("tensor lives on " + device
+                    + ", which the CPU cannot address; copy it to the host first");
+        }
+    }
+
+    private MemoryOwner enterRead() {
+        checkOpen();
+        checkHost();
+        memory.enter();
+        return memory;
+    }
+
+    private MemoryOwner enterWrite() {
+        if (readOnly) {
+            throw new UnsupportedOperationException("tensor is read-only");
+        }
+        return enterRead();
+    }
+
+    private long position(long[] index) {
+        if (index.length != shape.length) {
+            throw new IllegalArgumentException("a " + shape.length + "-d tensor needs " + shape.length
+                    + " indices, got " + index.length);
+        }
+        if (!access.isSupported()) {
+            throw new UnsupportedOperationException("elements of dtype " + dtype + " cannot be read or written as numbers");
+        }
+        long elements = 0;
+        for (int d = 0; d < index.length; d++) {
+            long i = index[d];
+            if (i < 0 || i >= shape[d]) {
+                throw new IndexOutOfBoundsException("index " + Arrays.toString(index) + " out of bounds for shape "
+                        + Arrays.toString(shape));
+            }
+            elements += i * strides[d];
+        }
+        return access.isPacked() ? offset * 8 + elements * dtype.bits() : offset + elements * dtype.byteSize();
+    }
+
+    /** Receives each element's row-major index and position. */
+    @FunctionalInterface
+    interface PositionVisitor {
+        void visit(int index, long position);
+    }
+
+    /** Visits every element in row-major order; the caller holds {@link MemoryOwner#enter()}. */
+    void forEachPosition(PositionVisitor v) {
+        if (numel == 0) {
+            return;
+        }
+        if (access.isPacked()) {
+            for (int i = 0; i < numel; i++) {
+                v.visit(i, offset * 8 + (long) i * dtype.bits());
+            }
+            return;
+        }
+        int nd = shape.length;
+        long unit = dtype.byteSize();
+        if (nd == 0) {
+            v.visit(0, offset);
+            return;
+        }
+        long[] idx = new long[nd];
+        long innerStride = strides[nd - 1] * unit;
+        long inner = shape[nd - 1];
+        long rowStart = offset;
+        int i = 0;
+        while (true) {
+            long pos = rowStart;
+            for (long k = 0; k < inner; k++, pos += innerStride) {
+                v.visit(i++, pos);
+            }
+            int d = nd - 2;
+            while (d >= 0) {
+                idx[d]++;
+                rowStart += strides[d] * unit;
+                if (idx[d] < shape[d]) {
+                    break;
+                }
+                rowStart -= idx[d] * strides[d] * unit;
+                idx[d] = 0;
+                d--;
+            }
+            if (d < 0) {
+                return;
+            }
+        }
+    }
+
+    /**
+     * {@code Tensor(shape=[2, 3], dtype=float32, device=cpu:0)} followed by the elements the way
+     * NumPy prints them, with {@code ...} in place of the middle of large tensors.
+     */
+    @Override
+    public String toString() {
+        StringBuilder sb = new StringBuilder("Tensor(shape=").append(Arrays.toString(shape))
+                .append(", dtype=").append(dtype).append(", device=").append(device);
+        if (readOnly) {
+            sb.append(", read-only");
+        }
+        if (isClosed()) {
+            return sb.append(", closed)").toString();
+        }
+        sb.append(')');
+        if (!device.type().isHostAccessible() || !access.isSupported()) {
+            return sb.toString();
+        }
+        try {
+            MemoryOwner m = enterRead();
+            try {
+                sb.append('\n');
+                TensorFormat.format(sb, this, m.base, access, numel > PREVIEW_THRESHOLD ? PREVIEW_EDGE : Long.MAX_VALUE);
+            } finally {
+                m.exit();
+            }
+        } catch (IllegalStateException closedMeanwhile) {
+            sb.append(" (closed)");
+        }
+        return sb.toString();
+    }
+
+    long positionOf(long[] index) {
+        return position(index);
+    }
+
+    ElementAccess access() {
+        return access;
+    }
+}

@@ -1,0 +1,140 @@
+package io.github.dlpack4j;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+@ExtendWith(NoLeaks.class)
+class LifetimeTest {
+    @Test
+    void anExportOutlivesItsOwnersClose() {
+        Tensor x = Tensor.of(new double[] {1, 2, 3});
+        MemorySegment p = Dlpack.exportVersioned(x);
+        x.close();
+        assertThatThrownBy(() -> x.getDouble(0)).isInstanceOf(IllegalStateException.class);
+        try (ManagedTensor m = ManagedTensor.adoptVersioned(p)) {
+            assertThat(m.tensor().toDoubleArray()).containsExactly(1, 2, 3);
+        }
+    }
+
+    @Test
+    void memoryIsFreedOnlyWhenTheOwnerAndEveryExportAreGone() {
+        long before = Dlpack.nativeBytesInUse();
+        Tensor x = Tensor.zeros(DataType.FLOAT64, 1000);
+        MemorySegment a = Dlpack.exportVersioned(x);
+        MemorySegment b = Dlpack.exportLegacy(x);
+        x.close();
+        assertThat(Dlpack.nativeBytesInUse() - before).isGreaterThanOrEqualTo(8000);
+        ManagedTensor.adoptVersioned(a).close();
+        assertThat(Dlpack.nativeBytesInUse() - before).isGreaterThanOrEqualTo(8000);
+        ManagedTensor.adoptLegacy(b).close();
+        assertThat(Dlpack.nativeBytesInUse()).isEqualTo(before);
+    }
+
+    @Test
+    void closingTwiceIsHarmlessAndCallsTheDeleterOnce() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment data = arena.allocate(8);
+            MemorySegment p = ForeignProducer.tensor(arena, true, data, DataType.FLOAT64, new long[] {1}, new long[] {1});
+            ManagedTensor m = ManagedTensor.adoptVersioned(p);
+            m.close();
+            m.close();
+            assertThat(ForeignProducer.deleterCalls(p)).isOne();
+            assertThatThrownBy(m::tensor).isInstanceOf(IllegalStateException.class);
+        }
+    }
+
+    @Test
+    void useAfterCloseThrowsForEveryViewAndSegment() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment data = arena.allocateFrom(ValueLayout.JAVA_INT, 1, 2, 3, 4);
+            MemorySegment p = ForeignProducer.tensor(arena, false, data, DataType.INT32, new long[] {2, 2}, new long[] {2, 1});
+            ManagedTensor m = ManagedTensor.adoptLegacy(p);
+            Tensor t = m.tensor();
+            Tensor view = t.transpose();
+            MemorySegment seg = t.data();
+            m.close();
+            assertThatThrownBy(() -> t.getLong(0, 0)).isInstanceOf(IllegalStateException.class);
+            assertThatThrownBy(view::toLongArray).isInstanceOf(IllegalStateException.class);
+            assertThatThrownBy(() -> seg.get(ValueLayout.JAVA_INT, 0)).isInstanceOf(IllegalStateException.class);
+            assertThatThrownBy(() -> Dlpack.exportVersioned(t)).isInstanceOf(IllegalStateException.class);
+        }
+    }
+
+    @Test
+    void theDeleterRunsOnWhicheverThreadCloses() throws Exception {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment data = arena.allocate(16);
+            MemorySegment p = ForeignProducer.tensor(arena, true, data, DataType.INT64, new long[] {2}, new long[] {1});
+            ManagedTensor m = ManagedTensor.adoptVersioned(p);
+            CompletableFuture.runAsync(m::close).get();
+            assertThat(ForeignProducer.deleterCalls(p)).isOne();
+        }
+    }
+
+    @Test
+    void aForgottenManagedTensorIsReleasedByTheCleaner() {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment data = arena.allocate(16);
+            MemorySegment p = ForeignProducer.tensor(arena, true, data, DataType.INT64, new long[] {2}, new long[] {1});
+            ManagedTensor.adoptVersioned(p); // dropped without close
+            for (int i = 0; i < 100 && ForeignProducer.deleterCalls(p) == 0; i++) {
+                NoLeaks.settle();
+            }
+            assertThat(ForeignProducer.deleterCalls(p)).isOne();
+        }
+    }
+
+    @Test
+    void aForgottenTensorIsFreedByTheCleaner() {
+        long before = Dlpack.nativeBytesInUse();
+        Tensor.zeros(DataType.FLOAT32, 1 << 20);
+        for (int i = 0; i < 100 && Dlpack.nativeBytesInUse() != before; i++) {
+            NoLeaks.settle();
+        }
+        assertThat(Dlpack.nativeBytesInUse()).isEqualTo(before);
+    }
+
+    @Test
+    void intoDeleterMovesTheDutyToReleaseExactlyOnce() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment data = arena.allocateFrom(ValueLayout.JAVA_FLOAT, 1, 2);
+            MemorySegment p = ForeignProducer.tensor(arena, true, data, DataType.FLOAT32, new long[] {2}, new long[] {1});
+            ManagedTensor m = ManagedTensor.adoptVersioned(p);
+            Tensor kept = m.tensor();
+            AllocationDeleter deleter = m.intoDeleter();
+            m.close();
+            assertThat(ForeignProducer.deleterCalls(p)).as("closing the moved handle does nothing").isZero();
+            assertThat(kept.toFloatArray()).containsExactly(1, 2);
+            assertThatThrownBy(m::tensor).isInstanceOf(IllegalStateException.class);
+            assertThatThrownBy(m::intoDeleter).isInstanceOf(IllegalStateException.class);
+            deleter.close();
+            deleter.close();
+            assertThat(deleter.isClosed()).isTrue();
+            assertThat(ForeignProducer.deleterCalls(p)).isOne();
+            assertThatThrownBy(kept::toFloatArray).isInstanceOf(IllegalStateException.class);
+        }
+    }
+
+    @Test
+    void reExportingAnAdoptedTensorDefersTheProducersDeleter() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment data = arena.allocateFrom(ValueLayout.JAVA_FLOAT, 1, 2);
+            MemorySegment p = ForeignProducer.tensor(arena, true, data, DataType.FLOAT32, new long[] {2}, new long[] {1});
+            ManagedTensor m = ManagedTensor.adoptVersioned(p);
+            MemorySegment again = Dlpack.exportVersioned(m.tensor());
+            m.close();
+            assertThat(ForeignProducer.deleterCalls(p)).isZero();
+            try (ManagedTensor second = ManagedTensor.adoptVersioned(again)) {
+                assertThat(second.tensor().toFloatArray()).containsExactly(1, 2);
+            }
+            assertThat(ForeignProducer.deleterCalls(p)).isOne();
+        }
+    }
+}

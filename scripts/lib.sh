@@ -1,0 +1,58 @@
+# Shared set-up for the project's scripts: finds a JDK 25 and a pinned Maven. Source it, don't run it.
+# Every function here is idempotent: a second run finds what the first one installed.
+
+DLPACK4J_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DLPACK4J_JDK_FALLBACK=/usr/lib/jvm/temurin-25-jdk-amd64
+MAVEN_VERSION=3.9.11
+
+die() { echo "dlpack4j: $*" >&2; exit 1; }
+say() { echo "==> $*" >&2; }
+
+java_major() { # prints the feature version of the JDK at $1, or nothing
+  "$1/bin/java" -XshowSettings:properties -version 2>&1 |
+    sed -n 's/^ *java\.specification\.version = \([0-9]*\).*/\1/p'
+}
+
+# JAVA_HOME if it is a JDK 25 or newer, else the Temurin 25 that this kind of machine ships.
+ensure_jdk() {
+  if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/javac" ] && [ "$(java_major "$JAVA_HOME")" -ge 25 ] 2>/dev/null; then
+    :
+  elif [ -x "$DLPACK4J_JDK_FALLBACK/bin/javac" ]; then
+    export JAVA_HOME="$DLPACK4J_JDK_FALLBACK"
+  else
+    die "no JDK 25 found: JAVA_HOME is '${JAVA_HOME:-unset}' (${JAVA_HOME:+Java $(java_major "$JAVA_HOME")}) and $DLPACK4J_JDK_FALLBACK does not exist. Install a JDK 25 (e.g. Temurin 25) and point JAVA_HOME at it."
+  fi
+  export PATH="$JAVA_HOME/bin:$PATH"
+}
+
+# The Maven wrapper pins Maven $MAVEN_VERSION. Its distribution is taken from the local Maven
+# repository, filled on first use by the machine's own Maven client (Debian's `maven`, installed
+# if missing), so the wrapper needs no registry address of its own.
+ensure_maven() {
+  local repo="${MAVEN_LOCAL_REPO:-$HOME/.m2/repository}"
+  local zip="$repo/org/apache/maven/apache-maven/$MAVEN_VERSION/apache-maven-$MAVEN_VERSION-bin.zip"
+  if [ ! -f "$zip" ]; then
+    if ! command -v mvn >/dev/null; then
+      say "installing Debian's maven to fetch Maven $MAVEN_VERSION"
+      command -v apt-get >/dev/null || die "neither mvn nor apt-get is available to fetch Maven $MAVEN_VERSION"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven unzip >/dev/null ||
+        die "apt-get install maven failed"
+    fi
+    say "fetching Maven $MAVEN_VERSION into $repo"
+    (cd "${TMPDIR:-/tmp}" && mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get \
+      -Dartifact="org.apache.maven:apache-maven:$MAVEN_VERSION:zip:bin" -Dtransitive=false) ||
+      die "could not fetch org.apache.maven:apache-maven:$MAVEN_VERSION from Maven Central"
+  fi
+  command -v unzip >/dev/null || { apt-get update -qq && apt-get install -y -qq unzip >/dev/null; } ||
+    die "the Maven wrapper needs unzip"
+  export MVNW_REPOURL="file://$repo"
+  # wget cannot read file: URLs; with credentials set the wrapper falls back to its Java
+  # downloader, which can. They are sent nowhere.
+  export MVNW_USERNAME=local MVNW_PASSWORD=local
+}
+
+mvnw() {
+  ensure_jdk
+  ensure_maven
+  (cd "$DLPACK4J_ROOT" && ./mvnw -B -ntp "$@")
+}
