@@ -39,7 +39,7 @@ ensure_maven() {
         die "apt-get install maven failed"
     fi
     say "fetching Maven $MAVEN_VERSION into $repo"
-    (cd "${TMPDIR:-/tmp}" && mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get \
+    (cd "${TMPDIR:-/tmp}" && MAVEN_OPTS="--sun-misc-unsafe-memory-access=allow" mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get \
       -Dartifact="org.apache.maven:apache-maven:$MAVEN_VERSION:zip:bin" -Dtransitive=false) ||
       die "could not fetch org.apache.maven:apache-maven:$MAVEN_VERSION from Maven Central"
   fi
