@@ -106,7 +106,30 @@ public record DataType(DataTypeCode code, int bits, int lanes) {
      * @throws DlpackException if DLPack 1.3 does not define that combination
      */
     public static DataType of(int code, int bits, int lanes) {
+        if (lanes == 1 && code >= 0 && code < COMMON.length && bits >= 0 && bits < COMMON[code].length) {
+            DataType t = COMMON[code][bits];
+            if (t != null) {
+                return t; // imports are hot: no allocation for the scalar types
+            }
+        }
         return new DataType(DataTypeCode.of(code), bits, lanes);
+    }
+
+    /** Every valid scalar dtype, by code and bits. */
+    private static final DataType[][] COMMON = commonTypes();
+
+    private static DataType[][] commonTypes() {
+        DataType[][] table = new DataType[DataTypeCode.values().length][129];
+        for (DataTypeCode c : DataTypeCode.values()) {
+            for (int b = 1; b <= 128; b++) {
+                try {
+                    table[c.code()][b] = new DataType(c, b, 1);
+                } catch (DlpackException notValid) {
+                    // stays null: built with validation on demand
+                }
+            }
+        }
+        return table;
     }
 
     /**

@@ -36,8 +36,17 @@ final class ElementAccess {
         this.signed = dtype.code() == DataTypeCode.INT;
     }
 
-    /** The access for elements of {@code t}; {@code packed} for sub-byte data without padding. */
+    private static final java.util.concurrent.ConcurrentHashMap<DataType, ElementAccess> PACKED =
+            new java.util.concurrent.ConcurrentHashMap<>();
+    private static final java.util.concurrent.ConcurrentHashMap<DataType, ElementAccess> UNPACKED =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** The access for elements of {@code t}; {@code packed} for sub-byte data without padding. Shared. */
     static ElementAccess of(DataType t, boolean packed) {
+        return (packed ? PACKED : UNPACKED).computeIfAbsent(t, k -> create(k, packed));
+    }
+
+    private static ElementAccess create(DataType t, boolean packed) {
         if (t.lanes() != 1) {
             return new ElementAccess(Kind.UNSUPPORTED, t, null);
         }

@@ -18,23 +18,20 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Java tensors handed out as managed structs, and the one deleter that takes them back.
  *
  * <p>Each export is a fresh {@code malloc}ed block: the managed struct followed by its shape and
- * strides arrays. The registry maps the block's address to the export's record, which holds one
- * reference to the tensor memory; {@code manager_ctx} carries the export's serial number, never a
- * Java object address. The deleter is a single upcall stub for the process, in the global arena
+ * strides arrays. Its record, which holds one reference to the tensor memory, sits in a registry
+ * slot; {@code manager_ctx} carries the slot number, never a Java object address. The deleter is a single upcall stub for the process, in the global arena
  * because a consumer may call it at any time, on any thread, late.
  */
 final class Exports {
-    private record Export(long serial, MemoryOwner memory, long blockSize) {}
+    private record Export(long address, MemoryOwner memory, long blockSize) {}
 
-    private static final ConcurrentHashMap<Long, Export> LIVE = new ConcurrentHashMap<>();
-    private static final AtomicLong SERIALS = new AtomicLong();
+    private static final ExportRegistry<Export> LIVE = new ExportRegistry<>();
     private static final AtomicLong STRAY_DELETES = new AtomicLong();
 
     /** {@code void deleter(DLManagedTensor[Versioned]* self)}: the same for both ABIs. */
@@ -74,26 +71,27 @@ final class Exports {
             memory.release();
             throw e;
         }
-        long serial = SERIALS.incrementAndGet();
+        Export record = new Export(block.address(), memory, blockSize);
+        long slot = LIVE.add(record);
         long dl;
         if (versioned) {
             block.set(JAVA_INT, DLManagedTensorVersioned.VERSION + DLPackVersion.MAJOR, DlpackVersion.MAJOR);
             block.set(JAVA_INT, DLManagedTensorVersioned.VERSION + DLPackVersion.MINOR, DlpackVersion.MINOR);
-            block.set(JAVA_LONG, DLManagedTensorVersioned.MANAGER_CTX, serial);
+            block.set(JAVA_LONG, DLManagedTensorVersioned.MANAGER_CTX, slot);
             block.set(ADDRESS, DLManagedTensorVersioned.DELETER, DELETER);
             long flags = extraFlags | (t.isReadOnly() ? DlpackFlags.READ_ONLY : 0)
                     | (t.isSubBytePadded() ? DlpackFlags.IS_SUBBYTE_TYPE_PADDED : 0);
             block.set(JAVA_LONG, DLManagedTensorVersioned.FLAGS, flags);
             dl = DLManagedTensorVersioned.DL_TENSOR;
         } else {
-            block.set(JAVA_LONG, DLManagedTensor.MANAGER_CTX, serial);
+            block.set(JAVA_LONG, DLManagedTensor.MANAGER_CTX, slot);
             block.set(ADDRESS, DLManagedTensor.DELETER, DELETER);
             dl = DLManagedTensor.DL_TENSOR;
         }
-        MemorySegment shapePtr = block.asSlice(head, 8L * ndim);
-        MemorySegment stridesPtr = block.asSlice(head + 8L * ndim, 8L * ndim);
-        MemorySegment.copy(t.shapeArray(), 0, shapePtr, JAVA_LONG, 0, ndim);
-        MemorySegment.copy(t.stridesArray(), 0, stridesPtr, JAVA_LONG, 0, ndim);
+        long shapeAt = head;
+        long stridesAt = head + 8L * ndim;
+        MemorySegment.copy(t.shapeArray(), 0, block, JAVA_LONG, shapeAt, ndim);
+        MemorySegment.copy(t.stridesArray(), 0, block, JAVA_LONG, stridesAt, ndim);
         block.set(JAVA_LONG, dl + DLTensor.DATA, memory.base.address() + t.offset());
         block.set(JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_TYPE, t.device().type().code());
         block.set(JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_ID, t.device().id());
@@ -101,10 +99,9 @@ final class Exports {
         block.set(JAVA_BYTE, dl + DLTensor.DTYPE + DLDataType.CODE, (byte) t.dtype().code().code());
         block.set(JAVA_BYTE, dl + DLTensor.DTYPE + DLDataType.BITS, (byte) t.dtype().bits());
         block.set(JAVA_SHORT, dl + DLTensor.DTYPE + DLDataType.LANES, (short) t.dtype().lanes());
-        block.set(ADDRESS, dl + DLTensor.SHAPE, shapePtr);
-        block.set(ADDRESS, dl + DLTensor.STRIDES, stridesPtr);
+        block.set(JAVA_LONG, dl + DLTensor.SHAPE, block.address() + shapeAt);
+        block.set(JAVA_LONG, dl + DLTensor.STRIDES, block.address() + stridesAt);
         block.set(JAVA_LONG, dl + DLTensor.BYTE_OFFSET, 0L);
-        LIVE.put(block.address(), new Export(serial, memory, blockSize));
         return block;
     }
 
@@ -127,13 +124,26 @@ final class Exports {
      * otherwise ignored.
      */
     static void delete(long address) {
-        Export e = LIVE.remove(address);
+        // One deleter serves both ABIs, whose manager_ctx sits at different offsets: take the
+        // candidate whose slot holds a record of this very struct.
+        MemorySegment self = MemorySegment.ofAddress(address).reinterpret(DLManagedTensor.SIZE);
+        long slot = self.get(JAVA_LONG, DLManagedTensorVersioned.MANAGER_CTX);
+        Export e = recordAt(slot, address);
         if (e == null) {
+            slot = self.get(JAVA_LONG, DLManagedTensor.MANAGER_CTX);
+            e = recordAt(slot, address);
+        }
+        if (e == null || !LIVE.remove((int) slot, e)) {
             STRAY_DELETES.incrementAndGet();
             return;
         }
-        NativeMemory.free(MemorySegment.ofAddress(address), e.blockSize());
+        NativeMemory.free(self, e.blockSize());
         e.memory().release();
+    }
+
+    private static Export recordAt(long slot, long address) {
+        Export e = LIVE.get(slot);
+        return e != null && e.address() == address ? e : null;
     }
 
     static boolean isOurDeleter(MemorySegment fn) {

@@ -51,8 +51,10 @@ record ForeignTensor(DlpackVersion version, long flags, Device device, DataType 
         long dl;
         String prefix;
         if (versioned) {
-            version = new DlpackVersion(s.get(JAVA_INT_UNALIGNED, DLManagedTensorVersioned.VERSION + DLPackVersion.MAJOR),
-                    s.get(JAVA_INT_UNALIGNED, DLManagedTensorVersioned.VERSION + DLPackVersion.MINOR));
+            int major = s.get(JAVA_INT_UNALIGNED, DLManagedTensorVersioned.VERSION + DLPackVersion.MAJOR);
+            int minor = s.get(JAVA_INT_UNALIGNED, DLManagedTensorVersioned.VERSION + DLPackVersion.MINOR);
+            version = major == DlpackVersion.MAJOR && minor == DlpackVersion.MINOR
+                    ? DlpackVersion.CURRENT : new DlpackVersion(major, minor);
             if (version.major() != DlpackVersion.MAJOR) {
                 throw new DlpackException("version = " + version + ": this consumer understands major version "
                         + DlpackVersion.MAJOR + " only");
@@ -132,6 +134,9 @@ record ForeignTensor(DlpackVersion version, long flags, Device device, DataType 
     private static Device readDevice(MemorySegment s, long at, String prefix) {
         int type = s.get(JAVA_INT_UNALIGNED, at + DLDevice.DEVICE_TYPE);
         int id = s.get(JAVA_INT_UNALIGNED, at + DLDevice.DEVICE_ID);
+        if (type == 1 && id == 0) {
+            return Device.CPU;
+        }
         try {
             return new Device(DeviceType.of(type), id);
         } catch (DlpackException e) {
