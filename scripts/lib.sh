@@ -56,3 +56,30 @@ mvnw() {
   ensure_maven
   (cd "$DLPACK4J_ROOT" && ./mvnw -B -ntp "$@")
 }
+
+# The project's Python environments, made from pip's configured index:
+#   .venv         the modern peers (numpy 2.4.6, torch 2.13 CPU, jax 0.10.2, ml_dtypes, pytest)
+#   .venv-legacy  a producer that rejects max_version (numpy 1.26.4)
+# Each is rebuilt only when its requirements file changed (a stamp records the one installed).
+DLPACK4J_PYTHON_BASE="${DLPACK4J_PYTHON_BASE:-python3}"
+
+ensure_venv() { # ensure_venv DIR REQUIREMENTS
+  local dir="$DLPACK4J_ROOT/$1" req="$DLPACK4J_ROOT/$2"
+  local stamp="$dir/.dlpack4j-requirements"
+  if [ -x "$dir/bin/python" ] && cmp -s "$req" "$stamp"; then
+    return
+  fi
+  command -v "$DLPACK4J_PYTHON_BASE" >/dev/null || die "no $DLPACK4J_PYTHON_BASE to create $1 with"
+  "$DLPACK4J_PYTHON_BASE" -c 'import sysconfig, sys; sys.exit(0 if sysconfig.get_config_var("Py_ENABLE_SHARED") else 1)' ||
+    die "$DLPACK4J_PYTHON_BASE was built without a shared libpython, which embedding needs; use a Python built with --enable-shared"
+  say "creating $1 from $2"
+  rm -rf "$dir"
+  "$DLPACK4J_PYTHON_BASE" -m venv "$dir"
+  "$dir/bin/python" -m pip install -q --retries 1 -r "$req" || die "pip install -r $2 failed"
+  cp "$req" "$stamp"
+}
+
+ensure_python_envs() {
+  ensure_venv .venv python/requirements.txt
+  ensure_venv .venv-legacy python/requirements-legacy.txt
+}
