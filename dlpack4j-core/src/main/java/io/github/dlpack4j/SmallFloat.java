@@ -76,7 +76,8 @@ enum SmallFloat {
      * odd signs come from. E8M0FNU rounds with its implicit leading one as the kept bit, so a tie
      * (1.5 * 2^k) always rounds up, to 2^(k+1); and it treats 0x00 like a zero in its subnormal
      * range: inputs up to 2^-127 encode to 0x00 (2^-127), inputs in (2^-127, 2^-126) to 0x01.
-     * FLOAT16 uses Float.floatToFloat16, which keeps the top bits of a NaN's payload as NumPy does.
+     * FLOAT16 is Float.floatToFloat16, which agrees with NumPy's float32 -> float16 cast on every
+     * input but signaling NaNs: NumPy keeps them signaling, HotSpot on x86 quiets them (both NaN).
      */
 
     private enum Kind { IEEE, FN, FNUZ, MX, E8M0 }
