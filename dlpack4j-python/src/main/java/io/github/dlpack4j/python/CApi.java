@@ -1,0 +1,145 @@
+package io.github.dlpack4j.python;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+
+/**
+ * The parts of CPython's C API that dlpack4j calls, as downcall handles. Only functions of the
+ * stable API are used (no struct field of a Python object is read), so one build of dlpack4j works
+ * with every CPython from 3.9 on. The class is initialised after libpython was found
+ * ({@link NativeLibrary#bindPython}), so that its handles are constants the JIT can inline.
+ *
+ * <p>Every function here except the GIL functions needs the GIL held by the calling thread.
+ */
+final class CApi {
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final SymbolLookup LOOKUP = NativeLibrary.python();
+
+    private static MethodHandle fn(String name, FunctionDescriptor d) {
+        return LINKER.downcallHandle(LOOKUP.findOrThrow(name), d);
+    }
+
+    private static MethodHandle optional(String name, FunctionDescriptor d) {
+        return LOOKUP.find(name).map(p -> LINKER.downcallHandle(p, d)).orElse(null);
+    }
+
+    static MemorySegment symbol(String name) {
+        return LOOKUP.findOrThrow(name);
+    }
+
+    /** The object a {@code PyObject*} global variable (such as {@code PyExc_TypeError}) points to. */
+    static MemorySegment pointerVariable(String name) {
+        return LOOKUP.findOrThrow(name).reinterpret(ADDRESS.byteSize()).get(ADDRESS, 0);
+    }
+
+    private static final FunctionDescriptor P_P = FunctionDescriptor.of(ADDRESS, ADDRESS);
+    private static final FunctionDescriptor P_PP = FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS);
+    private static final FunctionDescriptor P_PPP = FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, ADDRESS);
+    private static final FunctionDescriptor I_P = FunctionDescriptor.of(JAVA_INT, ADDRESS);
+    private static final FunctionDescriptor I_PP = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS);
+    private static final FunctionDescriptor I_PPP = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
+    private static final FunctionDescriptor V_P = FunctionDescriptor.ofVoid(ADDRESS);
+
+    // Life cycle and threads
+    static final MethodHandle Py_InitializeEx = fn("Py_InitializeEx", FunctionDescriptor.ofVoid(JAVA_INT));
+    static final MethodHandle Py_IsInitialized = fn("Py_IsInitialized", FunctionDescriptor.of(JAVA_INT));
+    static final MethodHandle PyGILState_Ensure = fn("PyGILState_Ensure", FunctionDescriptor.of(JAVA_INT));
+    static final MethodHandle PyGILState_Release = fn("PyGILState_Release", FunctionDescriptor.ofVoid(JAVA_INT));
+    static final MethodHandle PyGILState_Check = fn("PyGILState_Check", FunctionDescriptor.of(JAVA_INT));
+    static final MethodHandle PyEval_SaveThread = fn("PyEval_SaveThread", FunctionDescriptor.of(ADDRESS));
+    static final MethodHandle PyEval_RestoreThread = fn("PyEval_RestoreThread", V_P);
+
+    // References
+    static final MethodHandle Py_IncRef = fn("Py_IncRef", V_P);
+    static final MethodHandle Py_DecRef = fn("Py_DecRef", V_P);
+
+    // Running code and modules
+    static final MethodHandle PyRun_String = fn("PyRun_String",
+            FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS));
+    static final MethodHandle PyImport_AddModule = fn("PyImport_AddModule", P_P);
+    static final MethodHandle PyImport_ImportModule = fn("PyImport_ImportModule", P_P);
+    static final MethodHandle PyModule_GetDict = fn("PyModule_GetDict", P_P);
+    static final MethodHandle PyEval_GetBuiltins = fn("PyEval_GetBuiltins", FunctionDescriptor.of(ADDRESS));
+
+    // Objects
+    static final MethodHandle PyObject_GetAttrString = fn("PyObject_GetAttrString", P_PP);
+    static final MethodHandle PyObject_SetAttrString = fn("PyObject_SetAttrString", I_PPP);
+    static final MethodHandle PyObject_HasAttrString = fn("PyObject_HasAttrString", I_PP);
+    static final MethodHandle PyObject_Call = fn("PyObject_Call", P_PPP);
+    static final MethodHandle PyObject_CallObject = fn("PyObject_CallObject", P_PP);
+    static final MethodHandle PyObject_Str = fn("PyObject_Str", P_P);
+    static final MethodHandle PyObject_Repr = fn("PyObject_Repr", P_P);
+    static final MethodHandle PyObject_IsInstance = fn("PyObject_IsInstance", I_PP);
+    static final MethodHandle PyObject_IsTrue = fn("PyObject_IsTrue", I_P);
+    static final MethodHandle PyObject_Type = fn("PyObject_Type", P_P);
+    static final MethodHandle PyObject_GetItem = fn("PyObject_GetItem", P_PP);
+    static final MethodHandle PyObject_RichCompareBool = fn("PyObject_RichCompareBool",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+    static final MethodHandle PyCallable_Check = fn("PyCallable_Check", I_P);
+
+    // Numbers, strings, bytes
+    static final MethodHandle PyLong_FromLongLong = fn("PyLong_FromLongLong", FunctionDescriptor.of(ADDRESS, JAVA_LONG));
+    static final MethodHandle PyLong_AsLongLong = fn("PyLong_AsLongLong", FunctionDescriptor.of(JAVA_LONG, ADDRESS));
+    static final MethodHandle PyLong_AsVoidPtr = fn("PyLong_AsVoidPtr", P_P);
+    static final MethodHandle PyLong_FromVoidPtr = fn("PyLong_FromVoidPtr", P_P);
+    static final MethodHandle PyFloat_FromDouble = fn("PyFloat_FromDouble", FunctionDescriptor.of(ADDRESS, JAVA_DOUBLE));
+    static final MethodHandle PyFloat_AsDouble = fn("PyFloat_AsDouble", FunctionDescriptor.of(JAVA_DOUBLE, ADDRESS));
+    static final MethodHandle PyBool_FromLong = fn("PyBool_FromLong", FunctionDescriptor.of(ADDRESS, JAVA_LONG));
+    static final MethodHandle PyUnicode_FromStringAndSize = fn("PyUnicode_FromStringAndSize",
+            FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG));
+    static final MethodHandle PyUnicode_AsUTF8AndSize = fn("PyUnicode_AsUTF8AndSize", P_PP);
+    static final MethodHandle PyBytes_FromStringAndSize = fn("PyBytes_FromStringAndSize",
+            FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG));
+    static final MethodHandle PyBytes_AsStringAndSize = fn("PyBytes_AsStringAndSize", I_PPP);
+
+    // Containers
+    static final MethodHandle PyTuple_New = fn("PyTuple_New", FunctionDescriptor.of(ADDRESS, JAVA_LONG));
+    static final MethodHandle PyTuple_SetItem = fn("PyTuple_SetItem", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS));
+    static final MethodHandle PyList_New = fn("PyList_New", FunctionDescriptor.of(ADDRESS, JAVA_LONG));
+    static final MethodHandle PyList_SetItem = fn("PyList_SetItem", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS));
+    static final MethodHandle PySequence_Size = fn("PySequence_Size", FunctionDescriptor.of(JAVA_LONG, ADDRESS));
+    static final MethodHandle PySequence_GetItem = fn("PySequence_GetItem", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG));
+    static final MethodHandle PyDict_New = fn("PyDict_New", FunctionDescriptor.of(ADDRESS));
+    static final MethodHandle PyDict_SetItem = fn("PyDict_SetItem", I_PPP);
+    static final MethodHandle PyDict_SetItemString = fn("PyDict_SetItemString", I_PPP);
+    static final MethodHandle PyDict_GetItemString = fn("PyDict_GetItemString", P_PP);
+    static final MethodHandle PyDict_Next = fn("PyDict_Next",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
+
+    // Errors
+    static final MethodHandle PyErr_Occurred = fn("PyErr_Occurred", FunctionDescriptor.of(ADDRESS));
+    static final MethodHandle PyErr_Fetch = fn("PyErr_Fetch", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS));
+    static final MethodHandle PyErr_NormalizeException = fn("PyErr_NormalizeException",
+            FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS));
+    static final MethodHandle PyErr_Restore = fn("PyErr_Restore", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS));
+    static final MethodHandle PyErr_SetString = fn("PyErr_SetString", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+    static final MethodHandle PyErr_SetObject = fn("PyErr_SetObject", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+    static final MethodHandle PyErr_Clear = fn("PyErr_Clear", FunctionDescriptor.ofVoid());
+    static final MethodHandle PyException_SetTraceback = fn("PyException_SetTraceback", I_PP);
+
+    // Functions backed by Java, and capsules
+    static final MethodHandle PyCFunction_NewEx = fn("PyCFunction_NewEx", P_PPP);
+    static final MethodHandle PyCapsule_New = fn("PyCapsule_New", P_PPP);
+    static final MethodHandle PyCapsule_GetPointer = fn("PyCapsule_GetPointer", P_PP);
+    static final MethodHandle PyCapsule_GetName = fn("PyCapsule_GetName", P_P);
+    static final MethodHandle PyCapsule_SetName = fn("PyCapsule_SetName", I_PP);
+    static final MethodHandle PyCapsule_IsValid = fn("PyCapsule_IsValid", I_PP);
+
+    /** {@code PyObject_CallNoArgs}, new in 3.9 as a function; null where it is only a macro. */
+    static final MethodHandle PyObject_CallNoArgs = optional("PyObject_CallNoArgs", P_P);
+
+    static final int Py_file_input = 257;
+    static final int Py_eval_input = 258;
+    static final int METH_VARARGS = 0x0001;
+    static final int METH_KEYWORDS = 0x0002;
+
+    private CApi() {}
+}

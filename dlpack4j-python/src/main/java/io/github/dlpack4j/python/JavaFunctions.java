@@ -1,0 +1,105 @@
+package io.github.dlpack4j.python;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Python callables backed by {@link PythonFunction}s: one {@code PyMethodDef} and one upcall stub for
+ * the process, with the function's id in the callable's {@code self}, so no Java
+ * object address ever reaches C. The id sits in a capsule whose destructor forgets the function.
+ */
+final class JavaFunctions {
+    private static final ConcurrentHashMap<Long, PythonFunction> FUNCTIONS = new ConcurrentHashMap<>();
+    private static final AtomicLong IDS = new AtomicLong();
+    private static final MemorySegment METHOD_DEF;
+    private static final MemorySegment CAPSULE_DESTRUCTOR;
+
+    static {
+        try {
+            CAPSULE_DESTRUCTOR = Linker.nativeLinker().upcallStub(
+                    MethodHandles.lookup().findStatic(JavaFunctions.class, "forget",
+                            MethodType.methodType(void.class, MemorySegment.class)),
+                    FunctionDescriptor.ofVoid(ADDRESS), Arena.global());
+            MemorySegment stub = Linker.nativeLinker().upcallStub(
+                    MethodHandles.lookup().findStatic(JavaFunctions.class, "invoke",
+                            MethodType.methodType(MemorySegment.class, MemorySegment.class, MemorySegment.class)),
+                    FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), Arena.global());
+            // struct PyMethodDef { const char* ml_name; PyCFunction ml_meth; int ml_flags; const char* ml_doc; }
+            METHOD_DEF = Arena.global().allocate(32, 8);
+            METHOD_DEF.set(ADDRESS, 0, Arena.global().allocateFrom("java_function"));
+            METHOD_DEF.set(ADDRESS, 8, stub);
+            METHOD_DEF.set(JAVA_INT, 16, CApi.METH_VARARGS);
+            METHOD_DEF.set(ADDRESS, 24, Arena.global().allocateFrom("A Java function (dlpack4j)."));
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private JavaFunctions() {}
+
+    /** A new Python callable for {@code fn}; needs the GIL. The function lives as long as the callable. */
+    static MemorySegment create(PythonFunction fn) {
+        long id = IDS.incrementAndGet();
+        FUNCTIONS.put(id, fn);
+        try {
+            // The capsule's destructor forgets the function when Python frees the callable.
+            MemorySegment self = Py.check((MemorySegment) CApi.PyCapsule_New.invokeExact(
+                    MemorySegment.ofAddress(id), MemorySegment.NULL, CAPSULE_DESTRUCTOR));
+            try {
+                return Py.check((MemorySegment) CApi.PyCFunction_NewEx.invokeExact(METHOD_DEF, self, MemorySegment.NULL));
+            } finally {
+                Py.decRef(self);
+            }
+        } catch (Throwable t) {
+            FUNCTIONS.remove(id);
+            throw Py.unchecked(t);
+        }
+    }
+
+    /** The capsule destructor: never throws into C. */
+    private static void forget(MemorySegment capsule) {
+        try {
+            FUNCTIONS.remove(((MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(capsule, MemorySegment.NULL)).address());
+        } catch (Throwable ignored) {
+            try {
+                Py.clearError(); // a leaked map entry is all that can go wrong here
+            } catch (Throwable alsoIgnored) {
+                // nothing may reach C
+            }
+        }
+    }
+
+    static int liveCount() {
+        return FUNCTIONS.size();
+    }
+
+    /** The upcall, with the GIL held: nothing thrown here may reach C, or the JVM dies. */
+    private static MemorySegment invoke(MemorySegment self, MemorySegment args) {
+        try {
+            long id = ((MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(self, MemorySegment.NULL)).address();
+            PythonFunction fn = FUNCTIONS.get(id);
+            if (fn == null) {
+                throw new IllegalStateException("Java function " + id + " is gone");
+            }
+            long n = Py.checkSize((long) CApi.PySequence_Size.invokeExact(args));
+            PyObject[] javaArgs = new PyObject[(int) n];
+            for (int i = 0; i < n; i++) {
+                javaArgs[i] = PyObject.stealChecked((MemorySegment) CApi.PySequence_GetItem.invokeExact(args, (long) i));
+            }
+            Object result = fn.call(javaArgs);
+            return Convert.toPython(result);
+        } catch (Throwable t) {
+            Py.raise(t);
+            return MemorySegment.NULL;
+        }
+    }
+}

@@ -1,0 +1,287 @@
+package io.github.dlpack4j.python;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.ref.Cleaner;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * One reference to a Python object. {@link #close()} releases it (taking the GIL); a reference that
+ * is never closed is released by a {@code Cleaner} once the {@code PyObject} is unreachable, unless
+ * the JVM is shutting down, when it is left alone (Python may be tearing down too).
+ *
+ * <p>Every method takes the GIL for its own duration, from whatever platform thread calls it.
+ */
+public final class PyObject implements AutoCloseable {
+    private static final Cleaner CLEANER = Cleaner.create();
+
+    private final MemorySegment ptr;
+    private final Cleaner.Cleanable cleanable;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private PyObject(MemorySegment ptr) {
+        this.ptr = ptr;
+        this.cleanable = CLEANER.register(this, new Release(ptr.address()));
+    }
+
+    /** Takes over a new reference (not NULL). */
+    static PyObject steal(MemorySegment ptr) {
+        return new PyObject(ptr);
+    }
+
+    /** Takes over a new reference, or throws the pending Python error if it is NULL. */
+    static PyObject stealChecked(MemorySegment ptr) {
+        return new PyObject(Py.check(ptr));
+    }
+
+    private record Release(long address) implements Runnable {
+        @Override
+        public void run() {
+            if (Python.isShuttingDown()) {
+                return;
+            }
+            int g = Gil.acquire();
+            try {
+                Py.decRef(MemorySegment.ofAddress(address));
+            } finally {
+                Gil.release(g);
+            }
+        }
+    }
+
+    /** The {@code PyObject*}, for code that calls the C API itself. Valid while this is open. */
+    public MemorySegment address() {
+        checkOpen();
+        return ptr;
+    }
+
+    /** A new reference to the object, for the C API; the caller owns it. Needs the GIL. */
+    MemorySegment newReference() {
+        checkOpen();
+        Py.incRef(ptr);
+        return ptr;
+    }
+
+    /** The object pointer without a new reference; needs the GIL and an open object. */
+    MemorySegment borrow() {
+        checkOpen();
+        return ptr;
+    }
+
+    private void checkOpen() {
+        if (closed.get()) {
+            throw new IllegalStateException("PyObject is closed");
+        }
+    }
+
+    /** {@code getattr(self, name)}. */
+    public PyObject attr(String name) {
+        int g = Gil.acquire();
+        try {
+            return steal(Py.getAttr(borrow(), name));
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /** {@code setattr(self, name, value)}, converting {@code value} as {@link Python#toPython}. */
+    public void setAttr(String name, Object value) {
+        int g = Gil.acquire();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = Convert.toPython(value);
+            try {
+                Py.check((int) CApi.PyObject_SetAttrString.invokeExact(borrow(), arena.allocateFrom(name), v));
+            } finally {
+                Py.decRef(v);
+            }
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /** Whether the object has the attribute {@code name}. */
+    public boolean hasAttr(String name) {
+        int g = Gil.acquire();
+        try (Arena arena = Arena.ofConfined()) {
+            return (int) CApi.PyObject_HasAttrString.invokeExact(borrow(), arena.allocateFrom(name)) == 1;
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /** {@code self[key]}. */
+    public PyObject get(Object key) {
+        int g = Gil.acquire();
+        try {
+            MemorySegment k = Convert.toPython(key);
+            try {
+                return stealChecked((MemorySegment) CApi.PyObject_GetItem.invokeExact(borrow(), k));
+            } finally {
+                Py.decRef(k);
+            }
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /** {@code self(*args)}, each argument converted as {@link Python#toPython}. */
+    public PyObject call(Object... args) {
+        int g = Gil.acquire();
+        try {
+            if (args.length == 0 && CApi.PyObject_CallNoArgs != null) {
+                return stealChecked((MemorySegment) CApi.PyObject_CallNoArgs.invokeExact(borrow()));
+            }
+            MemorySegment tuple = Convert.tupleOf(args);
+            try {
+                return stealChecked((MemorySegment) CApi.PyObject_CallObject.invokeExact(borrow(), tuple));
+            } finally {
+                Py.decRef(tuple);
+            }
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /** {@code self(*args, **kwargs)}. */
+    public PyObject callKw(Map<String, ?> kwargs, Object... args) {
+        int g = Gil.acquire();
+        try {
+            MemorySegment tuple = Convert.tupleOf(args);
+            MemorySegment dict = MemorySegment.NULL;
+            try {
+                dict = Convert.toPython(kwargs);
+                return stealChecked((MemorySegment) CApi.PyObject_Call.invokeExact(borrow(), tuple, dict));
+            } finally {
+                Py.decRef(tuple);
+                if (dict.address() != 0) {
+                    Py.decRef(dict);
+                }
+            }
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /** {@code self.name(*args)}. */
+    public PyObject callMethod(String name, Object... args) {
+        try (PyObject method = attr(name)) {
+            return method.call(args);
+        }
+    }
+
+    /** {@code str(self)}. */
+    public String str() {
+        int g = Gil.acquire();
+        try {
+            return Py.str(borrow());
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /** {@code repr(self)}. */
+    public String repr() {
+        int g = Gil.acquire();
+        try {
+            MemorySegment r = Py.check((MemorySegment) CApi.PyObject_Repr.invokeExact(borrow()));
+            try {
+                return Py.toJavaString(r);
+            } finally {
+                Py.decRef(r);
+            }
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /** {@code int(self)} as a long (through {@code __index__}). */
+    public long asLong() {
+        int g = Gil.acquire();
+        try {
+            long v = (long) CApi.PyLong_AsLongLong.invokeExact(borrow());
+            if (v == -1 && ((MemorySegment) CApi.PyErr_Occurred.invokeExact()).address() != 0) {
+                throw Py.fetchError();
+            }
+            return v;
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /** {@code float(self)}. */
+    public double asDouble() {
+        int g = Gil.acquire();
+        try {
+            double v = (double) CApi.PyFloat_AsDouble.invokeExact(borrow());
+            if (v == -1.0 && ((MemorySegment) CApi.PyErr_Occurred.invokeExact()).address() != 0) {
+                throw Py.fetchError();
+            }
+            return v;
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /** {@code bool(self)}. */
+    public boolean asBoolean() {
+        int g = Gil.acquire();
+        try {
+            return Py.check((int) CApi.PyObject_IsTrue.invokeExact(borrow())) == 1;
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /** Whether this is {@code None}. */
+    public boolean isNone() {
+        checkOpen();
+        return Convert.isNone(ptr);
+    }
+
+    /**
+     * The Java value: None → null, bool → Boolean, int → Long (BigInteger beyond 64 bits), float →
+     * Double, str → String, bytes → byte[], list and tuple → List, dict → Map (recursively);
+     * anything else → a new {@code PyObject} for the same object.
+     */
+    public Object toJava() {
+        int g = Gil.acquire();
+        try {
+            return Convert.toJava(borrow());
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /** Releases the reference; idempotent. Any later use throws {@link IllegalStateException}. */
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            cleanable.clean();
+        }
+    }
+
+    /** {@code repr(self)}, or a note that it is closed. */
+    @Override
+    public String toString() {
+        return closed.get() ? "PyObject(closed)" : repr();
+    }
+}

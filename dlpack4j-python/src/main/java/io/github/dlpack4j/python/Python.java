@@ -1,0 +1,342 @@
+package io.github.dlpack4j.python;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+import java.util.List;
+
+/**
+ * The CPython interpreter of this process, embedded through FFM (no JNI).
+ *
+ * <p>{@link #start()} loads the libpython of a Python executable, chosen by the system property
+ * {@code dlpack4j.python}, else the environment variable {@code DLPACK4J_PYTHON}, else {@code python3}
+ * on the PATH (a venv's {@code bin/python} works: the interpreter then sees that venv's packages).
+ * {@link #attach()} joins an interpreter already running in the process, as when Python (JPype)
+ * started the JVM. There is one interpreter per process; it is never finalized.
+ *
+ * <p>Any platform thread may call any method at any time: each call takes the GIL for its own
+ * duration only, so no Java thread holds it while idle and a long Python computation in one thread
+ * does not stop Java threads that don't call Python. Virtual threads get a clear error.
+ *
+ * <pre>{@code
+ * Python py = Python.start();
+ * try (PyObject np = py.importModule("numpy");
+ *      PyObject a = np.callMethod("arange", 6)) {
+ *     long total = a.callMethod("sum").asLong();   // 15
+ * }
+ * }</pre>
+ */
+public final class Python {
+    private static final Object LOCK = new Object();
+    private static volatile Python instance;
+    private static volatile boolean shuttingDown;
+
+    private final String version;
+    private final String executable;
+    private final MemorySegment globals;
+
+    private Python(String version, String executable, MemorySegment globals) {
+        this.version = version;
+        this.executable = executable;
+        this.globals = globals;
+    }
+
+    /**
+     * Starts the embedded interpreter, or returns the one already running in this process.
+     *
+     * @throws IllegalStateException naming the fix when the JVM lacks {@code --enable-native-access},
+     *                               the executable is missing or older than 3.9, or its Python has
+     *                               no shared library
+     */
+    public static Python start() {
+        Python p = instance;
+        if (p != null) {
+            return p;
+        }
+        synchronized (LOCK) {
+            if (instance == null) {
+                checkNativeAccess();
+                PythonLocator located = PythonLocator.locate(PythonLocator.configuredExecutable());
+                NativeLibrary.bindPython(NativeLibrary.loadGlobal(located.library()));
+                instance = initialize(located);
+            }
+            return instance;
+        }
+    }
+
+    /**
+     * Joins the interpreter that already runs in this process (the JVM was started from Python,
+     * e.g. by JPype), through the process's own symbols.
+     *
+     * @throws IllegalStateException if no initialised CPython is loaded in the process
+     */
+    public static Python attach() {
+        Python p = instance;
+        if (p != null) {
+            return p;
+        }
+        synchronized (LOCK) {
+            if (instance == null) {
+                checkNativeAccess();
+                var process = NativeLibrary.process();
+                MemorySegment isInit = process.find("Py_IsInitialized").orElseThrow(() -> new IllegalStateException(
+                        "no CPython in this process to attach to; use Python.start() to embed one"));
+                MethodHandle h = Linker.nativeLinker().downcallHandle(isInit, FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT));
+                try {
+                    if ((int) h.invokeExact() == 0) {
+                        throw new IllegalStateException("CPython is loaded in this process but not initialised; use Python.start()");
+                    }
+                } catch (RuntimeException e) {
+                    throw e;
+                } catch (Throwable t) {
+                    throw new IllegalStateException(t);
+                }
+                NativeLibrary.bindPython(process);
+                int g = Gil.acquire();
+                try {
+                    instance = new Python(versionString(), executableString(), mainGlobals());
+                } finally {
+                    Gil.release(g);
+                }
+                installShutdownHook();
+            }
+            return instance;
+        }
+    }
+
+    private static void checkNativeAccess() {
+        if (!Python.class.getModule().isNativeAccessEnabled()) {
+            throw new IllegalStateException("dlpack4j calls CPython through restricted FFM methods: start the JVM with "
+                    + "--enable-native-access=" + (Python.class.getModule().isNamed()
+                    ? Python.class.getModule().getName() : "ALL-UNNAMED")
+                    + " (or put 'Enable-Native-Access: ALL-UNNAMED' in your jar's manifest)");
+        }
+    }
+
+    private static Python initialize(PythonLocator located) {
+        try {
+            // PYTHONHOME makes the interpreter find the standard library of the executable's base
+            // installation, whatever the JVM's PATH says; it is removed again right after. A
+            // PYTHONHOME the user set is left as it is.
+            if (!userSetPythonHome()) {
+                Env.set("PYTHONHOME", located.basePrefix());
+            }
+            CApi.Py_InitializeEx.invokeExact(0); // 0: no signal handlers, the JVM owns signals
+            if (!userSetPythonHome()) {
+                Env.unset("PYTHONHOME");
+            }
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        }
+        Gil.adoptCurrentThread();
+        Python p;
+        try {
+            configureSys(located);
+            p = new Python(versionString(), located.executable(), mainGlobals());
+        } finally {
+            try {
+                MemorySegment ignored = (MemorySegment) CApi.PyEval_SaveThread.invokeExact(); // release the GIL
+            } catch (Throwable t) {
+                throw Py.unchecked(t);
+            }
+        }
+        installShutdownHook();
+        return p;
+    }
+
+    /** Makes sys.path, sys.prefix and sys.executable what the executable itself sees. */
+    private static void configureSys(PythonLocator located) {
+        MemorySegment sys = Py.importModule("sys");
+        try {
+            setAttr(sys, "path", located.path());
+            setAttr(sys, "prefix", located.prefix());
+            setAttr(sys, "exec_prefix", located.execPrefix());
+            setAttr(sys, "executable", located.executable());
+            if (userSetPythonHome()) {
+                return;
+            }
+            MemorySegment os = Py.importModule("os");
+            try (PyObject environ = PyObject.steal(Py.getAttr(os, "environ"))) {
+                MemorySegment pop = Py.getAttr(environ.borrow(), "pop");
+                MemorySegment args = Convert.tupleOf(new Object[] {"PYTHONHOME", null});
+                try {
+                    Py.decRef(Py.check((MemorySegment) CApi.PyObject_CallObject.invokeExact(pop, args)));
+                } finally {
+                    Py.decRef(args);
+                    Py.decRef(pop);
+                }
+            } finally {
+                Py.decRef(os);
+            }
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        } finally {
+            Py.decRef(sys);
+        }
+    }
+
+    private static boolean userSetPythonHome() {
+        return System.getenv("PYTHONHOME") != null;
+    }
+
+    private static void setAttr(MemorySegment o, String name, Object value) throws Throwable {
+        MemorySegment v = Convert.toPython(value instanceof List<?> l ? l : value);
+        try (Arena arena = Arena.ofConfined()) {
+            Py.check((int) CApi.PyObject_SetAttrString.invokeExact(o, arena.allocateFrom(name), v));
+        } finally {
+            Py.decRef(v);
+        }
+    }
+
+    private static String versionString() {
+        MemorySegment sys = Py.importModule("sys");
+        try {
+            MemorySegment v = Py.getAttr(sys, "version");
+            try {
+                return Py.toJavaString(v);
+            } finally {
+                Py.decRef(v);
+            }
+        } finally {
+            Py.decRef(sys);
+        }
+    }
+
+    private static String executableString() {
+        MemorySegment sys = Py.importModule("sys");
+        try {
+            MemorySegment v = Py.getAttr(sys, "executable");
+            try {
+                return Py.toJavaString(v);
+            } finally {
+                Py.decRef(v);
+            }
+        } finally {
+            Py.decRef(sys);
+        }
+    }
+
+    private static MemorySegment mainGlobals() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment main = Py.check((MemorySegment) CApi.PyImport_AddModule.invokeExact(arena.allocateFrom("__main__")));
+            return Py.check((MemorySegment) CApi.PyModule_GetDict.invokeExact(main)); // borrowed, lives for ever
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        }
+    }
+
+    private static void installShutdownHook() {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> shuttingDown = true, "dlpack4j-python-shutdown"));
+    }
+
+    /** Whether the JVM is shutting down: references are then left to the process's end. */
+    static boolean isShuttingDown() {
+        return shuttingDown;
+    }
+
+    /** {@code sys.version}. */
+    public String version() {
+        return version;
+    }
+
+    /** {@code sys.executable}: the Python whose environment this interpreter sees. */
+    public String executable() {
+        return executable;
+    }
+
+    /** Runs statements in the {@code __main__} module. */
+    public void exec(String code) {
+        run(code, CApi.Py_file_input).close();
+    }
+
+    /** Evaluates an expression in the {@code __main__} module. */
+    public PyObject eval(String expression) {
+        return run(expression, CApi.Py_eval_input);
+    }
+
+    private PyObject run(String code, int mode) {
+        int g = Gil.acquire();
+        try (Arena arena = Arena.ofConfined()) {
+            return PyObject.stealChecked((MemorySegment) CApi.PyRun_String.invokeExact(
+                    arena.allocateFrom(code), mode, globals, globals));
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /** {@code import name}, e.g. {@code "numpy"} or {@code "os.path"}. */
+    public PyObject importModule(String name) {
+        int g = Gil.acquire();
+        try {
+            return PyObject.steal(Py.importModule(name));
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /** Binds {@code name} in {@code __main__} to {@code value}, converted as {@link #toPython}. */
+    public void setGlobal(String name, Object value) {
+        int g = Gil.acquire();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = Convert.toPython(value);
+            try {
+                Py.check((int) CApi.PyDict_SetItemString.invokeExact(globals, arena.allocateFrom(name), v));
+            } finally {
+                Py.decRef(v);
+            }
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /**
+     * The value of {@code name} in {@code __main__}.
+     *
+     * @throws PythonException (a {@code NameError}) if it is not bound
+     */
+    public PyObject getGlobal(String name) {
+        int g = Gil.acquire();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = (MemorySegment) CApi.PyDict_GetItemString.invokeExact(globals, arena.allocateFrom(name));
+            if (v.address() == 0) {
+                throw new PythonException("NameError", "name '" + name + "' is not defined");
+            }
+            Py.incRef(v);
+            return PyObject.steal(v);
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /**
+     * A Python object for a Java value: null → None, Boolean → bool, Byte/Short/Integer/Long/BigInteger
+     * → int, Float/Double → float, String → str, byte[] → bytes, List/Collection/Object[] → list,
+     * Map → dict (recursively), PyObject → the same object.
+     */
+    public PyObject toPython(Object value) {
+        int g = Gil.acquire();
+        try {
+            return PyObject.steal(Convert.toPython(value));
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /** A Python callable named {@code name} that runs {@code fn}; see {@link PythonFunction}. */
+    public PyObject function(PythonFunction fn) {
+        int g = Gil.acquire();
+        try {
+            return PyObject.steal(JavaFunctions.create(fn));
+        } finally {
+            Gil.release(g);
+        }
+    }
+}
