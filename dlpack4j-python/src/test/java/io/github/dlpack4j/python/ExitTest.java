@@ -1,0 +1,49 @@
+package io.github.dlpack4j.python;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The JVM exits promptly after Python imported torch and numpy. A JVM that still held the GIL at
+ * exit used to hang for ever, because torch's exit-time destructors wait for it.
+ */
+class ExitTest {
+    static Process child(List<String> jvmFlags, String... args) throws Exception {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.addAll(jvmFlags);
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add("-Ddlpack4j.python=" + System.getProperty("dlpack4j.python"));
+        cmd.add(ExitScenarios.class.getName());
+        cmd.addAll(List.of(args));
+        return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(
+                File.createTempFile("dlpack4j-exit", ".log")).start();
+    }
+
+    @ParameterizedTest(name = "{0} exits with {1}")
+    @CsvSource({"return, 0", "exit, 3", "uncaught-thread, 0", "uncaught-main, 1"})
+    void theJvmExitsWithinSecondsAfterImportingTorchAndNumpy(String scenario, int exitCode) throws Exception {
+        long start = System.nanoTime();
+        Process p = child(List.of("--enable-native-access=ALL-UNNAMED"), scenario);
+        boolean finished = p.waitFor(60, TimeUnit.SECONDS);
+        if (!finished) {
+            p.destroyForcibly();
+        }
+        assertThat(finished).as("child JVM finished within 60 s").isTrue();
+        assertThat(p.exitValue()).isEqualTo(exitCode);
+        assertThat(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start)).as("seconds").isLessThan(30);
+    }
+
+    static String output(Process p) throws Exception {
+        return new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    }
+}

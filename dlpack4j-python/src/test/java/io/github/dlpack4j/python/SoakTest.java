@@ -1,0 +1,63 @@
+package io.github.dlpack4j.python;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+
+class SoakTest {
+    static final Python PY = Python.start();
+
+    @Test
+    void aMillionCreateCallCloseCyclesLeaveObjectCountAndRssFlat() throws IOException {
+        PY.exec("import gc\ndef ident(x):\n    return x");
+        try (PyObject ident = PY.getGlobal("ident"); PyObject gcModule = PY.importModule("gc")) {
+            cycles(ident, 1_000_000); // warm up: JIT, caches, the Java heap growing to its working size
+            long objectsBefore = objectCount(gcModule);
+            long rssBefore = rssKiB() - javaCommittedKiB();
+            cycles(ident, 1_000_000);
+            long objectsAfter = objectCount(gcModule);
+            long rssAfter = rssKiB() - javaCommittedKiB();
+            // Bounds: at most 100 more tracked Python objects, and at most 32 MiB more resident memory
+            // outside the Java heap (a leak of one 32-byte Python object per cycle would be 30 MiB,
+            // of one str with its PyObject far more).
+            assertThat(objectsAfter - objectsBefore).as("Python objects gained").isLessThan(100);
+            assertThat(rssAfter - rssBefore).as("RSS gained outside the Java heap, KiB").isLessThan(32 * 1024);
+        }
+    }
+
+    private static void cycles(PyObject ident, int n) {
+        for (int i = 0; i < n; i++) {
+            try (PyObject arg = PY.toPython(java.util.List.of(i & 1023)); PyObject r = ident.call(arg)) { // a list: tracked by gc
+                if (r.isNone()) {
+                    throw new AssertionError();
+                }
+            }
+        }
+    }
+
+    private static long objectCount(PyObject gcModule) {
+        try (PyObject collected = gcModule.callMethod("collect"); PyObject objects = gcModule.callMethod("get_objects");
+             PyObject n = objects.callMethod("__len__")) {
+            return n.asLong();
+        }
+    }
+
+    /** What the JVM has committed for its heap and its own non-heap pools, which RSS includes. */
+    private static long javaCommittedKiB() {
+        System.gc();
+        var memory = java.lang.management.ManagementFactory.getMemoryMXBean();
+        return (memory.getHeapMemoryUsage().getCommitted() + memory.getNonHeapMemoryUsage().getCommitted()) / 1024;
+    }
+
+    private static long rssKiB() throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (line.startsWith("VmRSS:")) {
+                return Long.parseLong(line.replaceAll("[^0-9]", ""));
+            }
+        }
+        throw new IllegalStateException("no VmRSS");
+    }
+}

@@ -1,0 +1,109 @@
+package io.github.dlpack4j.python;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+
+class ThreadsTest {
+    static final Python PY = Python.start();
+
+    @Test
+    void eightThreadsMakingTenThousandCallsEachGetRightResultsWithoutDeadlock() throws Exception {
+        PY.exec("def square(x):\n    return x * x");
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        long start = System.nanoTime();
+        try (PyObject square = PY.getGlobal("square")) {
+            List<Future<Long>> futures = new ArrayList<>();
+            for (int t = 0; t < 8; t++) {
+                int base = t * 10_000;
+                futures.add(pool.submit(() -> {
+                    long sum = 0;
+                    for (int i = 0; i < 10_000; i++) {
+                        try (PyObject r = square.call(base + i)) {
+                            long v = r.asLong();
+                            if (v != (long) (base + i) * (base + i)) {
+                                throw new AssertionError("wrong result for " + (base + i) + ": " + v);
+                            }
+                            sum += v;
+                        }
+                    }
+                    return sum;
+                }));
+            }
+            long total = 0;
+            for (Future<Long> f : futures) {
+                total += f.get(120, TimeUnit.SECONDS);
+            }
+            long expected = 0;
+            for (long i = 0; i < 80_000; i++) {
+                expected += i * i;
+            }
+            assertThat(total).isEqualTo(expected);
+        } finally {
+            pool.shutdownNow();
+        }
+        assertThat(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start)).as("seconds for 80,000 calls").isLessThan(60);
+    }
+
+    @Test
+    void aLongPythonLoopDoesNotHoldUpJavaThreadsThatDoNotCallPython() throws Exception {
+        long alone = javaWork(300);
+        CompletableFuture<Void> python = CompletableFuture.runAsync(
+                () -> PY.exec("import time\nend = time.time() + 2\nwhile time.time() < end:\n    pass"));
+        Thread.sleep(200); // the Python loop has started and holds the GIL
+        long beside = javaWork(300);
+        python.get(30, TimeUnit.SECONDS);
+        // Two cores: the Python loop takes one, the Java work keeps the other.
+        assertThat((double) beside).as("Java work done beside a Python loop, vs alone").isGreaterThan(alone * 0.4);
+    }
+
+    /** Iterations of a pure-Java loop done in {@code millis}. */
+    private static long javaWork(long millis) {
+        long end = System.nanoTime() + millis * 1_000_000;
+        long n = 0;
+        double x = 1;
+        while (System.nanoTime() < end) {
+            for (int i = 0; i < 1000; i++) {
+                x = Math.sqrt(x + i);
+            }
+            n++;
+        }
+        return x > 0 ? n : -n;
+    }
+
+    @Test
+    void aVirtualThreadGetsAClearErrorInsteadOfADeadlock() throws Exception {
+        AtomicReference<Throwable> error = new AtomicReference<>();
+        Thread vt = Thread.ofVirtual().start(() -> {
+            try {
+                PY.eval("1 + 1").close();
+            } catch (Throwable t) {
+                error.set(t);
+            }
+        });
+        vt.join(10_000);
+        assertThat(vt.isAlive()).isFalse();
+        assertThat(error.get()).isInstanceOf(IllegalStateException.class).hasMessageContaining("virtual thread")
+                .hasMessageContaining("platform thread");
+    }
+
+    @Test
+    void javaCodeCalledFromPythonMayCallPythonAgainOnTheSameThread() {
+        try (PyObject nested = PY.function(args -> PY.eval("sum(range(10))"))) {
+            PY.setGlobal("nested", nested);
+            try (PyObject r = PY.eval("nested() + 1")) {
+                assertThat(r.asLong()).isEqualTo(46);
+            }
+        }
+        assertThatThrownBy(() -> PY.eval("nested(")).isInstanceOf(PythonException.class);
+    }
+}
