@@ -40,11 +40,11 @@ public final class Dlpack {
 
     /**
      * A new legacy {@code DLManagedTensor*} for {@code t}, for consumers older than DLPack 1.0. The
-     * legacy struct has no flags, so read-only-ness cannot be expressed: Python producers refuse such
-     * exports, and so should callers that care.
+     * legacy struct has no flags, so read-only and padded sub-byte tensors cannot go out this way
+     * (NumPy refuses the same with {@code BufferError}).
      *
      * @throws IllegalStateException if {@code t} is closed
-     * @throws DlpackException       if {@code t} holds padded sub-byte data
+     * @throws DlpackException       if {@code t} is read-only or holds padded sub-byte data
      */
     public static MemorySegment exportLegacy(Tensor t) {
         return Exports.export(t, false, 0);

@@ -160,10 +160,10 @@ final class ElementAccess {
         switch (kind) {
             case FLOAT32 -> s.set(JAVA_FLOAT_UNALIGNED, pos, (float) v);
             case FLOAT64 -> s.set(JAVA_DOUBLE_UNALIGNED, pos, v);
-            case FLOAT16 -> s.set(JAVA_SHORT_UNALIGNED, pos, Float.floatToFloat16((float) v));
-            case BFLOAT16 -> s.set(JAVA_SHORT_UNALIGNED, pos, (short) SmallFloat.BFLOAT16.encode((float) v));
-            case SMALL_FLOAT_BYTE -> s.set(JAVA_BYTE, pos, (byte) smallFloat.encode((float) v));
-            case SMALL_FLOAT_PACKED -> writePacked(s, pos, smallFloat.encode((float) v));
+            case FLOAT16 -> s.set(JAVA_SHORT_UNALIGNED, pos, Float.floatToFloat16(narrow(v)));
+            case BFLOAT16 -> s.set(JAVA_SHORT_UNALIGNED, pos, (short) SmallFloat.BFLOAT16.encode(narrow(v)));
+            case SMALL_FLOAT_BYTE -> s.set(JAVA_BYTE, pos, (byte) smallFloat.encode(narrow(v)));
+            case SMALL_FLOAT_PACKED -> writePacked(s, pos, smallFloat.encode(narrow(v)));
             case COMPLEX32, COMPLEX64, COMPLEX128 -> setComplex(s, pos, v, 0.0);
             case BOOL -> s.set(JAVA_BYTE, pos, (byte) (v != 0 ? 1 : 0));
             case UINT64 -> s.set(JAVA_LONG_UNALIGNED, pos, doubleToUnsigned(v));
@@ -190,8 +190,8 @@ final class ElementAccess {
     void setComplex(MemorySegment s, long pos, double re, double im) {
         switch (kind) {
             case COMPLEX32 -> {
-                s.set(JAVA_SHORT_UNALIGNED, pos, Float.floatToFloat16((float) re));
-                s.set(JAVA_SHORT_UNALIGNED, pos + 2, Float.floatToFloat16((float) im));
+                s.set(JAVA_SHORT_UNALIGNED, pos, Float.floatToFloat16(narrow(re)));
+                s.set(JAVA_SHORT_UNALIGNED, pos + 2, Float.floatToFloat16(narrow(im)));
             }
             case COMPLEX64 -> {
                 s.set(JAVA_FLOAT_UNALIGNED, pos, (float) re);
@@ -249,6 +249,23 @@ final class ElementAccess {
     private long extend(int raw) {
         int v = raw & ((1 << bits) - 1);
         return signed ? ((long) v << (64 - bits)) >> (64 - bits) : v;
+    }
+
+    /**
+     * {@code v} as a float rounded to odd: exact when {@code v} is a float, else the neighbour whose
+     * last mantissa bit is 1. Types of 16 bits and fewer, rounded to nearest from that float, then
+     * get what rounding {@code v} directly would give (no double rounding: float has more than two
+     * extra bits for each of them).
+     */
+    static float narrow(double v) {
+        float f = (float) v;
+        if (f == v || Float.isNaN(f) || (Float.floatToRawIntBits(f) & 1) != 0) {
+            return f;
+        }
+        if (Float.isInfinite(f)) {
+            return Math.copySign(Float.MAX_VALUE, f); // odd: keeps "larger than every float" for the next rounding
+        }
+        return f > v ? Math.nextDown(f) : Math.nextUp(f);
     }
 
     private static double unsignedToDouble(long v) {

@@ -55,6 +55,10 @@ final class Exports {
         if (t.isClosed()) {
             throw new IllegalStateException("cannot export a closed tensor");
         }
+        if (t.isReadOnly() && !versioned) {
+            throw new DlpackException("a read-only tensor cannot be exported through the legacy ABI, which has no "
+                    + "READ_ONLY flag: a consumer would write to it (export it versioned, or copy() it)");
+        }
         if (t.isSubBytePadded() && !versioned) {
             throw new DlpackException("padded sub-byte " + t.dtype()
                     + " data needs the IS_SUBBYTE_TYPE_PADDED flag, which only the versioned ABI carries");
@@ -72,7 +76,14 @@ final class Exports {
             throw e;
         }
         Export record = new Export(block.address(), memory, blockSize);
-        long slot = LIVE.add(record);
+        long slot;
+        try {
+            slot = LIVE.add(record);
+        } catch (RuntimeException | Error e) {
+            NativeMemory.free(block, blockSize);
+            memory.release();
+            throw e;
+        }
         long dl;
         if (versioned) {
             block.set(JAVA_INT, DLManagedTensorVersioned.VERSION + DLPackVersion.MAJOR, DlpackVersion.MAJOR);
@@ -92,7 +103,8 @@ final class Exports {
         long stridesAt = head + 8L * ndim;
         MemorySegment.copy(t.shapeArray(), 0, block, JAVA_LONG, shapeAt, ndim);
         MemorySegment.copy(t.stridesArray(), 0, block, JAVA_LONG, stridesAt, ndim);
-        block.set(JAVA_LONG, dl + DLTensor.DATA, memory.base.address() + t.offset());
+        // DLPack asks for NULL data in a tensor without elements.
+        block.set(JAVA_LONG, dl + DLTensor.DATA, t.numel() == 0 ? 0L : memory.base.address() + t.offset());
         block.set(JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_TYPE, t.device().type().code());
         block.set(JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_ID, t.device().id());
         block.set(JAVA_INT, dl + DLTensor.NDIM, ndim);

@@ -33,6 +33,20 @@ record ForeignTensor(DlpackVersion version, long flags, Device device, DataType 
 
     static final DlpackVersion LEGACY = new DlpackVersion(0, 0);
 
+    /**
+     * The end of user-space addresses on 64-bit Linux (x86-64 with 5-level paging, AArch64 with
+     * 52-bit addresses stay below it): host memory above it cannot be the producer's.
+     */
+    static final long USER_SPACE_END = 1L << 57;
+
+    /** Refuses a pointer that cannot point at an {@code alignment}-aligned object in user space. */
+    static void checkPointer(long address, long alignment, String field) {
+        if (address < 0 || address >= USER_SPACE_END || (address & (alignment - 1)) != 0) {
+            throw new DlpackException(field + " = 0x" + Long.toHexString(address) + ": not a "
+                    + (alignment > 1 ? alignment + "-byte aligned " : "") + "user-space address");
+        }
+    }
+
     /** The deleter pointer of the managed struct at {@code ptr}, NULL if it has none. */
     static MemorySegment deleterOf(MemorySegment ptr, boolean versioned) {
         MemorySegment s = ptr.reinterpret(versioned ? DLManagedTensorVersioned.SIZE : DLManagedTensor.SIZE);
@@ -98,8 +112,10 @@ record ForeignTensor(DlpackVersion version, long flags, Device device, DataType 
         try {
             extent = Shapes.extent(shape, strides, dtype, padded);
         } catch (ArithmeticException overflow) {
-            throw new DlpackException(prefix + "strides = " + Arrays.toString(strides) + " for shape "
-                    + Arrays.toString(shape) + ": the extent of the elements overflows 64 bits");
+            throw new DlpackException(dtype.isSubByte() && !padded
+                    ? prefix + "shape = " + Arrays.toString(shape) + ": the packed " + dtype + " data overflows 64 bits"
+                    : prefix + "strides = " + Arrays.toString(strides) + " for shape " + Arrays.toString(shape)
+                            + ": the extent of the elements overflows 64 bits");
         } catch (IllegalArgumentException notCompact) {
             throw new DlpackException(prefix + "strides = " + Arrays.toString(strides) + ": " + notCompact.getMessage());
         }
@@ -119,7 +135,8 @@ record ForeignTensor(DlpackVersion version, long flags, Device device, DataType 
             long first = Math.addExact(data, byteOffset);
             long start = Math.addExact(first, extent.minByte());
             long end = Math.addExact(first, extent.endByte());
-            if (start < 0) {
+            // Host memory must lie in user space; device pointers need only fit in 64 bits.
+            if (start < 0 || (device.type().isHostAccessible() && end > USER_SPACE_END)) {
                 throw new ArithmeticException();
             }
             return new ForeignTensor(version, flags, device, dtype, shape, strides, start, end - start,
@@ -163,6 +180,7 @@ record ForeignTensor(DlpackVersion version, long flags, Device device, DataType 
         if (p.address() == 0) {
             throw new DlpackException(field + " = NULL, but ndim = " + n);
         }
+        checkPointer(p.address(), 8, field);
         return p.reinterpret(8L * n).toArray(JAVA_LONG_UNALIGNED);
     }
 }

@@ -2,7 +2,6 @@ package io.github.dlpack4j;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A foreign {@code DLManagedTensor} or {@code DLManagedTensorVersioned} adopted by Java: a zero-copy
@@ -27,7 +26,8 @@ public final class ManagedTensor implements AutoCloseable {
     private final DlpackVersion version;
     private final long flags;
     private final Tensor tensor;
-    private final AtomicBoolean moved = new AtomicBoolean();
+    /** Guarded by {@code this}: {@link #close} and {@link #intoDeleter} decide under one lock. */
+    private boolean moved;
 
     private ManagedTensor(boolean versioned, DlpackVersion version, long flags, Tensor tensor) {
         this.versioned = versioned;
@@ -61,6 +61,8 @@ public final class ManagedTensor implements AutoCloseable {
         if (ptr.address() == 0) {
             throw new NullPointerException("managed tensor pointer is NULL");
         }
+        // Nothing can be read from (so no deleter called for) a pointer that cannot be a struct.
+        ForeignTensor.checkPointer(ptr.address(), 8, "managed tensor pointer");
         MemorySegment deleter = ForeignTensor.deleterOf(ptr, versioned);
         Runnable release = releaseAction(deleter, MemorySegment.ofAddress(ptr.address()));
         ForeignTensor f;
@@ -97,8 +99,10 @@ public final class ManagedTensor implements AutoCloseable {
      * @throws IllegalStateException after {@link #close()} or {@link #intoDeleter()}
      */
     public Tensor tensor() {
-        if (moved.get()) {
-            throw new IllegalStateException("ownership was moved to an AllocationDeleter");
+        synchronized (this) {
+            if (moved) {
+                throw new IllegalStateException("ownership was moved to an AllocationDeleter");
+            }
         }
         if (tensor.isClosed()) {
             throw new IllegalStateException("managed tensor is closed");
@@ -128,10 +132,11 @@ public final class ManagedTensor implements AutoCloseable {
      *
      * @throws IllegalStateException if closed or moved already
      */
-    public AllocationDeleter intoDeleter() {
-        if (tensor.isClosed() || !moved.compareAndSet(false, true)) {
+    public synchronized AllocationDeleter intoDeleter() {
+        if (moved || tensor.isClosed()) {
             throw new IllegalStateException("managed tensor is closed or was moved already");
         }
+        moved = true;
         return new AllocationDeleter(tensor.handle(), tensor.memory());
     }
 
@@ -140,8 +145,8 @@ public final class ManagedTensor implements AutoCloseable {
      * view unusable. Idempotent, from any thread; does nothing after {@link #intoDeleter()}.
      */
     @Override
-    public void close() {
-        if (!moved.get()) {
+    public synchronized void close() {
+        if (!moved) {
             tensor.handle().close();
         }
     }

@@ -186,21 +186,26 @@ final class MemoryOwner {
                 arena = null;
                 scoped = null;
             }
-            if (a != null) {
-                closeArena(a);
+            if (a != null && !tryClose(a)) {
+                // A native call still holds a segment of the arena (it may even be the caller of
+                // this release, through an upcall): finish on another thread, never block here.
+                Thread.ofPlatform().daemon().name("dlpack4j-release").start(() -> {
+                    for (int attempt = 0; !tryClose(a); attempt++) {
+                        LockSupport.parkNanos(Math.min(10_000_000L, 10_000L << Math.min(attempt, 10)));
+                    }
+                    release.run();
+                });
+                return;
             }
             release.run();
         }
 
-        /** Closes the arena, waiting out a native call that keeps one of its segments alive. */
-        private static void closeArena(Arena a) {
-            for (int attempt = 0; ; attempt++) {
-                try {
-                    a.close();
-                    return;
-                } catch (IllegalStateException busy) {
-                    LockSupport.parkNanos(Math.min(1_000_000L, 1_000L << Math.min(attempt, 10)));
-                }
+        private static boolean tryClose(Arena a) {
+            try {
+                a.close();
+                return true;
+            } catch (IllegalStateException busy) {
+                return false;
             }
         }
     }

@@ -161,6 +161,11 @@ public final class Tensor implements AutoCloseable {
         return fromArray(DataType.INT8, values, values.length, shape, JAVA_BYTE);
     }
 
+    /** A UINT16 tensor holding a copy of {@code values}; no shape means 1-d. */
+    public static Tensor of(char[] values, long... shape) {
+        return fromArray(DataType.UINT16, values, values.length, shape, ValueLayout.JAVA_CHAR_UNALIGNED);
+    }
+
     /** A BOOL tensor (one byte per element, 0 or 1) holding {@code values}; no shape means 1-d. */
     public static Tensor of(boolean[] values, long... shape) {
         byte[] bytes = new byte[values.length];
@@ -198,12 +203,34 @@ public final class Tensor implements AutoCloseable {
      */
     public static Tensor wrap(MemorySegment segment, long byteOffset, DataType dtype, long[] shape, long[] strides) {
         Objects.requireNonNull(segment, "segment");
+        if (!segment.isNative()) {
+            throw new IllegalArgumentException("only native segments can be wrapped: a heap segment has no address "
+                    + "that native code could use; copy it into an Arena's segment first");
+        }
         long[] s = shape.clone();
         long[] st = strides.clone();
+        if (s.length != st.length) {
+            throw new IllegalArgumentException("shape " + Arrays.toString(s) + " and strides " + Arrays.toString(st)
+                    + " differ in length");
+        }
         Shapes.Extent e = Shapes.extent(s, st, dtype, false);
-        if (e.numel() > 0 && (byteOffset + e.minByte() < 0 || byteOffset + e.endByte() > segment.byteSize())) {
-            throw new IllegalArgumentException("elements reach bytes [" + (byteOffset + e.minByte()) + ", "
-                    + (byteOffset + e.endByte()) + "), outside the segment of " + segment.byteSize() + " bytes");
+        if (e.numel() > 0) {
+            long first;
+            long end;
+            try {
+                first = Math.addExact(byteOffset, e.minByte());
+                end = Math.addExact(byteOffset, e.endByte());
+            } catch (ArithmeticException overflow) {
+                first = -1;
+                end = -1;
+            }
+            if (first < 0 || end > segment.byteSize()) {
+                throw new IllegalArgumentException("elements reach bytes [" + (byteOffset + e.minByte()) + ", "
+                        + (byteOffset + e.endByte()) + "), outside the segment of " + segment.byteSize() + " bytes");
+            }
+        } else if (byteOffset < 0 || byteOffset > segment.byteSize()) {
+            throw new IllegalArgumentException("byteOffset " + byteOffset + " outside the segment of "
+                    + segment.byteSize() + " bytes");
         }
         MemoryOwner m = MemoryOwner.create(segment, () -> { }, true);
         return new Tensor(m, new Handle(m.ownerHold()), true, byteOffset, s, st, dtype, Device.CPU,
@@ -274,7 +301,9 @@ public final class Tensor implements AutoCloseable {
     /**
      * Exactly the bytes the elements reach, from the lowest to the highest address. The segment is
      * checked by the JVM: once the memory is released, access to it throws
-     * {@link IllegalStateException}. Read-only tensors give a read-only segment.
+     * {@link IllegalStateException}. Read-only tensors give a read-only segment. Keep the tensor
+     * (or its owner) reachable while you use the segment: an owner that was never closed is released
+     * by the cleaner once unreachable, and the segment then fails, safely, like a closed one.
      *
      * @throws UnsupportedOperationException if the tensor lives on a device the CPU cannot address
      */
@@ -446,7 +475,7 @@ public final class Tensor implements AutoCloseable {
         }
         MemoryOwner m = enterRead();
         try {
-            forEachPosition((i, pos) -> out[i] = access.getDouble(m.base, pos));
+            forEachPosition((i, pos) -> out[(int) i] = access.getDouble(m.base, pos));
         } finally {
             m.exit();
         }
@@ -459,8 +488,8 @@ public final class Tensor implements AutoCloseable {
         MemoryOwner m = enterRead();
         try {
             forEachPosition((i, pos) -> {
-                out[2 * i] = access.getDouble(m.base, pos);
-                out[2 * i + 1] = access.getImag(m.base, pos);
+                out[(int) (2 * i)] = access.getDouble(m.base, pos);
+                out[(int) (2 * i + 1)] = access.getImag(m.base, pos);
             });
         } finally {
             m.exit();
@@ -476,7 +505,7 @@ public final class Tensor implements AutoCloseable {
         }
         MemoryOwner m = enterRead();
         try {
-            forEachPosition((i, pos) -> out[i] = (float) access.getDouble(m.base, pos));
+            forEachPosition((i, pos) -> out[(int) i] = (float) access.getDouble(m.base, pos));
         } finally {
             m.exit();
         }
@@ -491,7 +520,7 @@ public final class Tensor implements AutoCloseable {
         }
         MemoryOwner m = enterRead();
         try {
-            forEachPosition((i, pos) -> out[i] = access.getLong(m.base, pos));
+            forEachPosition((i, pos) -> out[(int) i] = access.getLong(m.base, pos));
         } finally {
             m.exit();
         }
@@ -506,7 +535,52 @@ public final class Tensor implements AutoCloseable {
         }
         MemoryOwner m = enterRead();
         try {
-            forEachPosition((i, pos) -> out[i] = (int) access.getLong(m.base, pos));
+            forEachPosition((i, pos) -> out[(int) i] = (int) access.getLong(m.base, pos));
+        } finally {
+            m.exit();
+        }
+        return out;
+    }
+
+    /** Every element as a short (the low 16 bits of {@link #getLong}), in row-major order. */
+    public short[] toShortArray() {
+        short[] out = new short[arrayLength(1)];
+        if (dtype.equals(DataType.INT16) && isContiguous()) {
+            return bulk(out, JAVA_SHORT_UNALIGNED);
+        }
+        MemoryOwner m = enterRead();
+        try {
+            forEachPosition((i, pos) -> out[(int) i] = (short) access.getLong(m.base, pos));
+        } finally {
+            m.exit();
+        }
+        return out;
+    }
+
+    /** Every element as a char (the low 16 bits of {@link #getLong}, e.g. UINT16), in row-major order. */
+    public char[] toCharArray() {
+        char[] out = new char[arrayLength(1)];
+        if (dtype.equals(DataType.UINT16) && isContiguous()) {
+            return bulk(out, ValueLayout.JAVA_CHAR_UNALIGNED);
+        }
+        MemoryOwner m = enterRead();
+        try {
+            forEachPosition((i, pos) -> out[(int) i] = (char) access.getLong(m.base, pos));
+        } finally {
+            m.exit();
+        }
+        return out;
+    }
+
+    /** Every element as a byte (the low 8 bits of {@link #getLong}), in row-major order. */
+    public byte[] toByteArray() {
+        byte[] out = new byte[arrayLength(1)];
+        if ((dtype.equals(DataType.INT8) || dtype.equals(DataType.UINT8)) && isContiguous()) {
+            return bulk(out, JAVA_BYTE);
+        }
+        MemoryOwner m = enterRead();
+        try {
+            forEachPosition((i, pos) -> out[(int) i] = (byte) access.getLong(m.base, pos));
         } finally {
             m.exit();
         }
@@ -518,7 +592,7 @@ public final class Tensor implements AutoCloseable {
         boolean[] out = new boolean[arrayLength(1)];
         MemoryOwner m = enterRead();
         try {
-            forEachPosition((i, pos) -> out[i] = access.getDouble(m.base, pos) != 0 || access.getImag(m.base, pos) != 0);
+            forEachPosition((i, pos) -> out[(int) i] = access.getDouble(m.base, pos) != 0 || access.getImag(m.base, pos) != 0);
         } finally {
             m.exit();
         }
@@ -526,6 +600,9 @@ public final class Tensor implements AutoCloseable {
     }
 
     private <A> A bulk(A out, ValueLayout layout) {
+        if (numel == 0) {
+            return out;
+        }
         MemoryOwner m = enterRead();
         try {
             MemorySegment.copy(m.base, layout, offset, out, 0, (int) numel);
@@ -675,17 +752,26 @@ public final class Tensor implements AutoCloseable {
 
     /** A new owning, compact, writable copy of the elements (the caller closes it). */
     public Tensor copy() {
-        Tensor out = allocate(dtype, shape);
         MemoryOwner m = enterRead();
+        Tensor out;
         try {
+            out = allocate(dtype, shape);
+        } catch (RuntimeException | Error e) {
+            m.exit();
+            throw e;
+        }
+        try {
+            if (numel == 0) {
+                return out;
+            }
             if (paddedSubByte) {
-                forEachPosition((i, pos) -> out.access.setBits(out.memory.base, (long) i * dtype.bits(),
+                forEachPosition((i, pos) -> out.access.setBits(out.memory.base, i * dtype.bits(),
                         access.getBits(m.base, pos)));
             } else if (isContiguous()) {
                 MemorySegment.copy(m.base, offset, out.memory.base, 0, dtype.storageBytes(numel, false));
             } else {
                 int size = dtype.byteSize();
-                forEachPosition((i, pos) -> MemorySegment.copy(m.base, pos, out.memory.base, (long) i * size, size));
+                forEachPosition((i, pos) -> MemorySegment.copy(m.base, pos, out.memory.base, i * size, size));
             }
         } catch (RuntimeException e) {
             out.close();
@@ -702,11 +788,22 @@ public final class Tensor implements AutoCloseable {
                     + "only reshape keeps them compact");
         }
         checkOpen();
-        return new Tensor(memory, handle, false, newOffset, s, st, dtype, device, ro, paddedSubByte);
+        // An empty view reaches no element; keep its offset inside the block all the same.
+        long o = Shapes.numel(s) == 0 ? offset : newOffset;
+        return new Tensor(memory, handle, false, o, s, st, dtype, device, ro, paddedSubByte);
     }
 
     private long offsetOf(int dim, long index) {
-        return offset + Math.multiplyExact(Math.multiplyExact(index, strides[dim]), (long) dtype.byteSize());
+        long elements = Math.multiplyExact(index, strides[dim]);
+        if (access.isPacked()) {
+            long bits = Math.multiplyExact(elements, (long) dtype.bits());
+            if (bits % 8 != 0) {
+                throw new UnsupportedOperationException("this view of packed " + dtype + " data would start inside a "
+                        + "byte; copy() the elements first");
+            }
+            return offset + bits / 8;
+        }
+        return offset + Math.multiplyExact(elements, (long) dtype.byteSize());
     }
 
     private int checkDim(int dim) {
@@ -802,7 +899,7 @@ public final class Tensor implements AutoCloseable {
     /** Receives each element's row-major index and position. */
     @FunctionalInterface
     interface PositionVisitor {
-        void visit(int index, long position);
+        void visit(long index, long position);
     }
 
     /** Visits every element in row-major order; the caller holds {@link MemoryOwner#enter()}. */
@@ -811,8 +908,8 @@ public final class Tensor implements AutoCloseable {
             return;
         }
         if (access.isPacked()) {
-            for (int i = 0; i < numel; i++) {
-                v.visit(i, offset * 8 + (long) i * dtype.bits());
+            for (long i = 0; i < numel; i++) {
+                v.visit(i, offset * 8 + i * dtype.bits());
             }
             return;
         }
@@ -826,7 +923,7 @@ public final class Tensor implements AutoCloseable {
         long innerStride = strides[nd - 1] * unit;
         long inner = shape[nd - 1];
         long rowStart = offset;
-        int i = 0;
+        long i = 0;
         while (true) {
             long pos = rowStart;
             for (long k = 0; k < inner; k++, pos += innerStride) {

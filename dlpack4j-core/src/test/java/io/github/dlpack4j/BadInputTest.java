@@ -183,4 +183,39 @@ class BadInputTest {
             }
         }
     }
+
+    @Test
+    void hostMemoryBeyondUserSpaceIsRefused() {
+        refused(p -> strides(p).setAtIndex(JAVA_LONG, 0, 1L << 58), "dl_tensor.strides", "outside the address space");
+    }
+
+    @Test
+    void shapeAndStridePointersThatCannotBeArraysAreRefused() {
+        refused(p -> p.set(JAVA_LONG, DL + DLTensor.SHAPE, -16L), "dl_tensor.shape = 0xfffffffffffffff0", "user-space");
+        refused(p -> p.set(JAVA_LONG, DL + DLTensor.STRIDES, p.get(JAVA_LONG, DL + DLTensor.STRIDES) + 3),
+                "dl_tensor.strides", "8-byte aligned");
+    }
+
+    @Test
+    void aManagedTensorPointerOutsideUserSpaceIsRefusedWithoutReadingIt() {
+        assertThatThrownBy(() -> ManagedTensor.adoptVersioned(MemorySegment.ofAddress(-64)))
+                .isInstanceOf(DlpackException.class).hasMessageContaining("managed tensor pointer");
+    }
+
+    @Test
+    void readOnlyTensorsDoNotGoOutThroughTheLegacyAbi() {
+        try (Tensor x = Tensor.of(new int[] {1})) {
+            assertThatThrownBy(() -> Dlpack.exportLegacy(x.readOnly())).isInstanceOf(DlpackException.class)
+                    .hasMessageContaining("READ_ONLY");
+        }
+    }
+
+    @Test
+    void emptyTensorsAreExportedWithNullData() {
+        try (Tensor x = Tensor.zeros(DataType.FLOAT32, 0)) {
+            MemorySegment p = Dlpack.exportVersioned(x);
+            assertThat(p.reinterpret(DLManagedTensorVersioned.SIZE).get(JAVA_LONG, DL + DLTensor.DATA)).isZero();
+            ManagedTensor.adoptVersioned(p).close();
+        }
+    }
 }

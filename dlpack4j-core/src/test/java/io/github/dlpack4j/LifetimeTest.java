@@ -6,6 +6,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -136,5 +141,38 @@ class LifetimeTest {
             }
             assertThat(ForeignProducer.deleterCalls(p)).isOne();
         }
+    }
+
+    private static ManagedTensor closedInCallback;
+
+    private static int compareAndRelease(MemorySegment a, MemorySegment b) {
+        ManagedTensor m = closedInCallback;
+        closedInCallback = null;
+        if (m != null) {
+            m.close(); // the last hold goes while qsort still holds the tensor's segment
+        }
+        return 0;
+    }
+
+    @Test
+    void releasingWhileANativeCallHoldsTheSegmentNeitherHangsNorFreesEarly() throws Throwable {
+        long before = Dlpack.nativeBytesInUse();
+        Linker linker = Linker.nativeLinker();
+        MethodHandle qsort = linker.downcallHandle(linker.defaultLookup().findOrThrow("qsort"),
+                FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment cmp = linker.upcallStub(MethodHandles.lookup().findStatic(LifetimeTest.class, "compareAndRelease",
+                            MethodType.methodType(int.class, MemorySegment.class, MemorySegment.class)),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS), arena);
+            Tensor x = Tensor.of(new int[] {2, 1});
+            MemorySegment data = x.data();
+            closedInCallback = ManagedTensor.adoptVersioned(Dlpack.exportVersioned(x));
+            x.close();
+            qsort.invokeExact(data, 2L, 4L, cmp);
+        }
+        for (int i = 0; i < 500 && Dlpack.nativeBytesInUse() != before; i++) {
+            Thread.sleep(10);
+        }
+        assertThat(Dlpack.nativeBytesInUse()).isEqualTo(before);
     }
 }

@@ -304,4 +304,70 @@ class TensorTest {
             assertThatThrownBy(() -> x.getLong(0)).isInstanceOf(IllegalArgumentException.class);
         }
     }
+
+    @Test
+    void heapSegmentsAndOverflowingOffsetsCannotBeWrapped() {
+        assertThatThrownBy(() -> Tensor.wrap(MemorySegment.ofArray(new float[8]), DataType.FLOAT32, 8))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("native");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment seg = arena.allocate(64);
+            assertThatThrownBy(() -> Tensor.wrap(seg, Long.MAX_VALUE - 10, DataType.FLOAT32, new long[] {4}, new long[] {1}))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("outside");
+        }
+    }
+
+    @Test
+    void packedViewsStartOnWholeBytesOrAreRefused() {
+        try (Tensor x = Tensor.zeros(DataType.FLOAT4_E2M1FN, 6)) {
+            for (int i = 0; i < 6; i++) {
+                x.setDouble(new double[] {0, 0.5, 1, 1.5, 2, 3}[i], i);
+            }
+            assertThat(x.slice(0, 2, 6, 1).toDoubleArray()).containsExactly(1, 1.5, 2, 3);
+            assertThatThrownBy(() -> x.slice(0, 1, 3, 1)).isInstanceOf(UnsupportedOperationException.class)
+                    .hasMessageContaining("copy()");
+            assertThatThrownBy(() -> x.reshape(2, 3).select(0, 1)).isInstanceOf(UnsupportedOperationException.class);
+        }
+        try (Tensor y = Tensor.zeros(DataType.FLOAT4_E2M1FN, 2, 4)) {
+            y.setDouble(6, 1, 3);
+            assertThat(y.select(0, 1).toDoubleArray()).containsExactly(0, 0, 0, 6);
+        }
+    }
+
+    @Test
+    void emptyViewsStayInsideTheirMemory() {
+        try (Tensor x = Tensor.zeros(DataType.INT64, 5, 0, 2)) {
+            Tensor f = x.flip(0);
+            assertThat(f.toLongArray()).isEmpty();
+            try (Tensor c = f.copy()) {
+                assertThat(c.shape()).containsExactly(5, 0, 2);
+            }
+            assertThat(x.slice(0, 4, 5, 1).transpose().toLongArray()).isEmpty();
+        }
+    }
+
+    @Test
+    void narrowingFromDoubleRoundsOnceToTheNearestValue() {
+        try (Tensor h = Tensor.zeros(DataType.FLOAT16); Tensor e = Tensor.zeros(DataType.FLOAT8_E4M3FN);
+             Tensor b = Tensor.zeros(DataType.BFLOAT16)) {
+            h.setDouble(1 + 0x1p-11 + 0x1p-40);
+            e.setDouble(1 + 0x1p-4 + 0x1p-30);
+            b.setDouble(1 + 0x1p-8 + 0x1p-40);
+            assertThat(h.data().get(ValueLayout.JAVA_SHORT, 0)).isEqualTo((short) 0x3c01);
+            assertThat(e.getDouble()).isEqualTo(1.125);
+            assertThat(b.getDouble()).isEqualTo(1.0078125);
+        }
+    }
+
+    @Test
+    void everyPrimitiveArrayTypeGoesInAndComesOut() {
+        try (Tensor c = Tensor.of(new char[] {'a', 65535}); Tensor s = Tensor.of(new short[] {-2, 300});
+             Tensor b = Tensor.of(new byte[] {-1, 7})) {
+            assertThat(c.dtype()).isEqualTo(DataType.UINT16);
+            assertThat(c.toCharArray()).containsExactly('a', (char) 65535);
+            assertThat(c.toLongArray()).containsExactly(97, 65535);
+            assertThat(s.toShortArray()).containsExactly((short) -2, (short) 300);
+            assertThat(s.transpose().toByteArray()).containsExactly((byte) -2, (byte) 44);
+            assertThat(b.toByteArray()).containsExactly((byte) -1, (byte) 7);
+        }
+    }
 }
