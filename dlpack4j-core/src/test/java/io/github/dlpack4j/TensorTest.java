@@ -250,9 +250,9 @@ class TensorTest {
         try (Tensor x = Tensor.of(new float[] {1, 2.5f, 3, 4, 5, 6}, 2, 3);
              Tensor big = Tensor.zeros(DataType.INT32, 2000);
              Tensor b = Tensor.of(new boolean[] {true, false})) {
-            assertThat(x.toString()).isEqualTo("Tensor(shape=[2, 3], dtype=float32, device=cpu:0)\n[[1., 2.5, 3.],\n [4., 5., 6.]]");
+            assertThat(x.toString()).isEqualTo("Tensor(shape=[2, 3], dtype=float32, device=cpu:0)\n[[1. , 2.5, 3. ],\n [4. , 5. , 6. ]]");
             assertThat(big.toString()).endsWith("[0, 0, 0, ..., 0, 0, 0]");
-            assertThat(b.toString()).endsWith("[True, False]");
+            assertThat(b.toString()).endsWith("[ True, False]");
         }
         Tensor closed = Tensor.zeros(DataType.INT8, 1);
         closed.close();

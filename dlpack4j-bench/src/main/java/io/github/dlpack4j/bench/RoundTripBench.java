@@ -7,6 +7,7 @@ import io.github.dlpack4j.Tensor;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
@@ -21,6 +22,7 @@ import org.openjdk.jmh.annotations.TearDown;
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
+@Fork(jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"})
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 public class RoundTripBench {
     private Tensor tensor;

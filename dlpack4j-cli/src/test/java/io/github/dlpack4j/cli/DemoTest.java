@@ -14,7 +14,7 @@ class DemoTest {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         Main.demo(new PrintStream(bytes, true, StandardCharsets.UTF_8));
         String out = bytes.toString(StandardCharsets.UTF_8);
-        assertThat(out).contains("version 1.3").contains("(the same memory, no copy)").contains("[4., 5., 42.]]")
+        assertThat(out).contains("version 1.3").contains("(the same memory, no copy)").contains("[ 4.,  5., 42.]]")
                 .contains("the deleter ran exactly once (live exports: 0");
         assertThat(Dlpack.liveExports()).isZero();
     }

@@ -54,6 +54,8 @@ final class CApi {
     static final MethodHandle PyGILState_Ensure = fn("PyGILState_Ensure", FunctionDescriptor.of(JAVA_INT));
     static final MethodHandle PyGILState_Release = fn("PyGILState_Release", FunctionDescriptor.ofVoid(JAVA_INT));
     static final MethodHandle PyGILState_Check = fn("PyGILState_Check", FunctionDescriptor.of(JAVA_INT));
+    static final MethodHandle PyGILState_GetThisThreadState = fn("PyGILState_GetThisThreadState",
+            FunctionDescriptor.of(ADDRESS));
     static final MethodHandle PyEval_SaveThread = fn("PyEval_SaveThread", FunctionDescriptor.of(ADDRESS));
     static final MethodHandle PyEval_RestoreThread = fn("PyEval_RestoreThread", V_P);
 

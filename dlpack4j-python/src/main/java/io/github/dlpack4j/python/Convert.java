@@ -183,13 +183,19 @@ final class Convert {
      * List, dict → Map; anything else → a {@link PyObject} holding a new reference.
      */
     static Object toJava(MemorySegment o) {
+        // Kept small so that callers inline it and their downcalls stay fast; the rest is out of line.
+        long a = o.address();
+        if (a == NONE.address()) {
+            return null;
+        }
+        if (a == TRUE.address() || a == FALSE.address()) {
+            return a == TRUE.address();
+        }
+        return toJavaObject(o);
+    }
+
+    private static Object toJavaObject(MemorySegment o) {
         try {
-            if (isNone(o)) {
-                return null;
-            }
-            if (o.address() == TRUE.address() || o.address() == FALSE.address()) {
-                return o.address() == TRUE.address();
-            }
             if (isInstance(o, LONG_TYPE)) {
                 long v = (long) CApi.PyLong_AsLongLong.invokeExact(o);
                 if (v == -1 && ((MemorySegment) CApi.PyErr_Occurred.invokeExact()).address() != 0) {

@@ -4,11 +4,12 @@ package io.github.dlpack4j.python;
  * The GIL, taken for the duration of one public call.
  *
  * <p>Each OS thread keeps one CPython thread state for its whole life: the first time a thread
- * calls in, it takes {@code PyGILState_Ensure} twice and releases only once, so the state's
- * counter never returns to zero and CPython never destroys it. Later calls pay only for taking and
- * releasing the GIL (about 57 ns a pair here, against 370 ns when a thread state is made and torn
- * down on every call, which has also crashed other embedders). Calls nest: a thread that holds the
- * GIL (inside an upcall from Python) takes it again for free.
+ * calls in, it takes {@code PyGILState_Ensure} twice and releases only once, so the state's counter
+ * never returns to zero and CPython never destroys it. Later calls pay only for taking and giving
+ * back the GIL (about 65 ns a pair here), against several times that when a thread state is made
+ * and torn down on every call, which has also crashed other embedders. {@code PyGILState_Ensure}
+ * nests: a thread that holds the GIL already (Java code called from Python, a deleter that Python
+ * runs) takes it again for free, even when native code in between released it.
  *
  * <p>Virtual threads are refused: one may move to another OS thread while it holds the GIL, which
  * would leave CPython's thread state on the wrong thread.
@@ -20,23 +21,24 @@ final class Gil {
 
     /** Takes the GIL; pass the result to {@link #release}. */
     static int acquire() {
-        Thread t = Thread.currentThread();
-        if (t.isVirtual()) {
-            throw new IllegalStateException("Python cannot be called from a virtual thread (it may change OS threads "
-                    + "while holding the GIL); call it from a platform thread, e.g. an Executors.newFixedThreadPool");
-        }
-        int state;
+        boolean[] has = HAS_STATE.get();
         try {
-            state = (int) CApi.PyGILState_Ensure.invokeExact();
-            boolean[] has = HAS_STATE.get();
-            if (!has[0]) {
-                has[0] = true;
-                int pin = (int) CApi.PyGILState_Ensure.invokeExact(); // never released: the state stays
+            if (!has[0] && Thread.currentThread().isVirtual()) {
+                throw new IllegalStateException("Python cannot be called from a virtual thread (it may change OS "
+                        + "threads while holding the GIL); call it from a platform thread, e.g. a fixed thread pool");
             }
+            // The first Ensure takes the GIL (release gives it back); the pin, taken second, only
+            // raises the thread state's counter and is never released, so the state stays.
+            int state = (int) CApi.PyGILState_Ensure.invokeExact();
+            if (!has[0]) {
+                int pin = (int) CApi.PyGILState_Ensure.invokeExact();
+                has[0] = true;
+            }
+            PendingDecrefs.drain();
+            return state;
         } catch (Throwable e) {
             throw Py.unchecked(e);
         }
-        return state;
     }
 
     /** Releases what {@link #acquire} took. */
@@ -48,8 +50,12 @@ final class Gil {
         }
     }
 
-    /** Marks the current thread as already owning a permanent thread state (the one that initialised Python). */
-    static void adoptCurrentThread() {
-        HAS_STATE.get()[0] = true;
+    /** Whether the current thread holds the GIL. */
+    static boolean isHeld() {
+        try {
+            return (int) CApi.PyGILState_Check.invokeExact() == 1;
+        } catch (Throwable e) {
+            throw Py.unchecked(e);
+        }
     }
 }

@@ -7,9 +7,11 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * One reference to a Python object. {@link #close()} releases it (taking the GIL); a reference that
- * is never closed is released by a {@code Cleaner} once the {@code PyObject} is unreachable, unless
- * the JVM is shutting down, when it is left alone (Python may be tearing down too).
+ * One reference to a Python object. {@link #close()} releases it: at once on a thread that holds the
+ * GIL, otherwise when the next thread takes the GIL (within milliseconds), so that closing never
+ * waits for the GIL. A reference that is never closed is released the same way by a
+ * {@code Cleaner} once the {@code PyObject} is unreachable, unless the JVM is shutting down, when it
+ * is left alone (Python may be tearing down too).
  *
  * <p>Every method takes the GIL for its own duration, from whatever platform thread calls it.
  */
@@ -35,17 +37,17 @@ public final class PyObject implements AutoCloseable {
         return new PyObject(Py.check(ptr));
     }
 
+    /** Drops the reference: now if this thread holds the GIL, else through {@link PendingDecrefs}. */
     private record Release(long address) implements Runnable {
         @Override
         public void run() {
             if (Python.isShuttingDown()) {
                 return;
             }
-            int g = Gil.acquire();
-            try {
+            if (Gil.isHeld()) {
                 Py.decRef(MemorySegment.ofAddress(address));
-            } finally {
-                Gil.release(g);
+            } else {
+                PendingDecrefs.add(address);
             }
         }
     }
@@ -165,6 +167,36 @@ public final class PyObject implements AutoCloseable {
                 if (dict.address() != 0) {
                     Py.decRef(dict);
                 }
+            }
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /**
+     * {@code self(*args)} converted to a Java value as {@link #toJava()} does, all under one hold of
+     * the GIL: the cheapest way to call Python for a result.
+     */
+    public Object invoke(Object... args) {
+        int g = Gil.acquire();
+        try {
+            MemorySegment result;
+            if (args.length == 0 && CApi.PyObject_CallNoArgs != null) {
+                result = Py.check((MemorySegment) CApi.PyObject_CallNoArgs.invokeExact(borrow()));
+            } else {
+                MemorySegment tuple = Convert.tupleOf(args);
+                try {
+                    result = Py.check((MemorySegment) CApi.PyObject_CallObject.invokeExact(borrow(), tuple));
+                } finally {
+                    Py.decRef(tuple);
+                }
+            }
+            try {
+                return Convert.toJava(result);
+            } finally {
+                Py.decRef(result);
             }
         } catch (Throwable t) {
             throw Py.unchecked(t);

@@ -130,7 +130,6 @@ public final class Python {
         } catch (Throwable t) {
             throw Py.unchecked(t);
         }
-        Gil.adoptCurrentThread();
         Python p;
         try {
             configureSys(located);
