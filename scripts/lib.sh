@@ -79,7 +79,22 @@ ensure_venv() { # ensure_venv DIR REQUIREMENTS
   cp "$req" "$stamp"
 }
 
+# Debian packages, installed with apt-get when missing (needs root, as CI and these machines have).
+ensure_debian_packages() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return
+  [ "$(id -u)" = 0 ] || die "missing Debian packages: ${missing[*]}; install them with: sudo apt-get install ${missing[*]}"
+  say "installing Debian packages: ${missing[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
+    die "apt-get install ${missing[*]} failed"
+}
+
 ensure_python_envs() {
   ensure_venv .venv python/requirements.txt
   ensure_venv .venv-legacy python/requirements-legacy.txt
+  # Python hosting the JVM: Debian's python3 with JPype (AttachTest).
+  ensure_debian_packages python3 python3-jpype
 }

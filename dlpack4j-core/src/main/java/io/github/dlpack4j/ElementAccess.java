@@ -41,8 +41,20 @@ final class ElementAccess {
     private static final java.util.concurrent.ConcurrentHashMap<DataType, ElementAccess> UNPACKED =
             new java.util.concurrent.ConcurrentHashMap<>();
 
+    /** Scalar dtypes by code and bits, unpacked: the common case, found without hashing. */
+    private static final ElementAccess[][] SCALARS = new ElementAccess[DataTypeCode.values().length][129];
+
     /** The access for elements of {@code t}; {@code packed} for sub-byte data without padding. Shared. */
     static ElementAccess of(DataType t, boolean packed) {
+        if (!packed && t.lanes() == 1 && t.bits() <= 128) {
+            ElementAccess[] byBits = SCALARS[t.code().code()];
+            ElementAccess a = byBits[t.bits()];
+            if (a == null) {
+                a = create(t, false);
+                byBits[t.bits()] = a; // a benign race: any thread's instance is equivalent
+            }
+            return a;
+        }
         return (packed ? PACKED : UNPACKED).computeIfAbsent(t, k -> create(k, packed));
     }
 

@@ -26,8 +26,22 @@ public final class ManagedTensor implements AutoCloseable {
     private final DlpackVersion version;
     private final long flags;
     private final Tensor tensor;
-    /** Guarded by {@code this}: {@link #close} and {@link #intoDeleter} decide under one lock. */
-    private boolean moved;
+    private static final int OPEN = 0;
+    private static final int MOVED = 1;
+    private static final int CLOSED = 2;
+    private static final java.lang.invoke.VarHandle STATE;
+
+    static {
+        try {
+            STATE = java.lang.invoke.MethodHandles.lookup().findVarHandle(ManagedTensor.class, "state", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** OPEN, then MOVED or CLOSED, decided by one compare-and-set so close and intoDeleter cannot both win. */
+    @SuppressWarnings("unused") // through STATE
+    private volatile int state = OPEN;
 
     private ManagedTensor(boolean versioned, DlpackVersion version, long flags, Tensor tensor) {
         this.versioned = versioned;
@@ -99,10 +113,8 @@ public final class ManagedTensor implements AutoCloseable {
      * @throws IllegalStateException after {@link #close()} or {@link #intoDeleter()}
      */
     public Tensor tensor() {
-        synchronized (this) {
-            if (moved) {
-                throw new IllegalStateException("ownership was moved to an AllocationDeleter");
-            }
+        if (state == MOVED) {
+            throw new IllegalStateException("ownership was moved to an AllocationDeleter");
         }
         if (tensor.isClosed()) {
             throw new IllegalStateException("managed tensor is closed");
@@ -132,11 +144,10 @@ public final class ManagedTensor implements AutoCloseable {
      *
      * @throws IllegalStateException if closed or moved already
      */
-    public synchronized AllocationDeleter intoDeleter() {
-        if (moved || tensor.isClosed()) {
+    public AllocationDeleter intoDeleter() {
+        if (tensor.isClosed() || !STATE.compareAndSet(this, OPEN, MOVED)) {
             throw new IllegalStateException("managed tensor is closed or was moved already");
         }
-        moved = true;
         return new AllocationDeleter(tensor.handle(), tensor.memory());
     }
 
@@ -145,8 +156,8 @@ public final class ManagedTensor implements AutoCloseable {
      * view unusable. Idempotent, from any thread; does nothing after {@link #intoDeleter()}.
      */
     @Override
-    public synchronized void close() {
-        if (!moved) {
+    public void close() {
+        if (STATE.compareAndSet(this, OPEN, CLOSED)) {
             tensor.handle().close();
         }
     }

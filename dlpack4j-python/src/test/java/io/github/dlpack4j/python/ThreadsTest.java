@@ -106,4 +106,38 @@ class ThreadsTest {
         }
         assertThatThrownBy(() -> PY.eval("nested(")).isInstanceOf(PythonException.class);
     }
+
+    @Test
+    void aReferenceClosedWithoutTheGilIsReleasedSoonWithoutAnotherCall() throws Exception {
+        java.util.concurrent.CountDownLatch deleted = new java.util.concurrent.CountDownLatch(1);
+        try (PyObject signal = PY.function(args -> {
+            deleted.countDown();
+            return null;
+        })) {
+            PY.setGlobal("signal_deleted", signal);
+            PY.exec("class Watched:\n    def __del__(self):\n        signal_deleted()");
+            PyObject watched = PY.eval("Watched()");
+            Thread closer = new Thread(watched::close); // a thread that never holds the GIL
+            closer.start();
+            closer.join();
+            // No further Python call from this test: the decref thread must apply it.
+            assertThat(deleted.await(5, TimeUnit.SECONDS)).as("__del__ ran").isTrue();
+        }
+    }
+
+    @Test
+    void aThreadsFirstCallGivesTheGilBack() throws Exception {
+        for (int i = 0; i < 4; i++) {
+            Thread t = new Thread(() -> PY.eval("1").close());
+            t.start();
+            t.join(10_000);
+            assertThat(t.isAlive()).isFalse();
+        }
+        CompletableFuture<Long> other = CompletableFuture.supplyAsync(() -> {
+            try (PyObject r = PY.eval("6 * 7")) {
+                return r.asLong();
+            }
+        });
+        assertThat(other.get(10, TimeUnit.SECONDS)).isEqualTo(42);
+    }
 }

@@ -1,0 +1,35 @@
+package io.github.dlpack4j.python;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Python (Debian's python3 with JPype, installed by scripts/test) starts the JVM, and Java joins
+ * that interpreter with {@link Python#attach()}.
+ */
+class AttachTest {
+    private static final String HOST_PYTHON = "/usr/bin/python3";
+
+    @Test
+    void javaStartedByJpypeAttachesToTheHostInterpreter() throws Exception {
+        Path script = Path.of(AttachTest.class.getResource("/attach_from_jpype.py").toURI());
+        Path libjvm = Path.of(System.getProperty("java.home"), "lib", "server", "libjvm.so");
+        Path log = Files.createTempFile("dlpack4j-attach", ".log");
+        Process p = new ProcessBuilder(HOST_PYTHON, script.toString(), libjvm.toString(),
+                System.getProperty("java.class.path")).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        boolean finished = p.waitFor(120, TimeUnit.SECONDS);
+        if (!finished) {
+            p.destroyForcibly();
+        }
+        String out = Files.readString(log, StandardCharsets.UTF_8);
+        assertThat(finished).as("the JPype host finished: %s", out).isTrue();
+        assertThat(out).as("JPype host output (is python3-jpype installed? scripts/test installs it)")
+                .contains("RESULT " + HOST_PYTHON + " 45").contains("MARKER 42");
+        assertThat(p.exitValue()).isZero();
+    }
+}

@@ -1,0 +1,15 @@
+"""Python hosts the JVM (JPype) and Java attaches to this interpreter: run by AttachTest.
+
+usage: python3 attach_from_jpype.py LIBJVM CLASSPATH
+"""
+import sys
+
+import jpype
+
+jpype.startJVM(sys.argv[1], "-Djava.class.path=/usr/share/java/org.jpype.jar:" + sys.argv[2],
+               "--enable-native-access=ALL-UNNAMED",
+               convertStrings=True)
+marker = [41]
+probe = jpype.JClass("io.github.dlpack4j.python.AttachProbe")
+print("RESULT", probe.run())
+print("MARKER", marker[0])
