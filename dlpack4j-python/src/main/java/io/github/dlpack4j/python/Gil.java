@@ -50,6 +50,28 @@ final class Gil {
         }
     }
 
+    /** A body run with the GIL held; may call the C API and throw what its downcalls declare. */
+    @FunctionalInterface
+    interface Body<T> {
+        T run() throws Throwable;
+    }
+
+    /**
+     * Runs {@code body} holding the GIL, and rethrows what it throws unchecked. For calls off the hot
+     * path: the hot ones ({@link PyObject#call}, {@link PyObject#invoke}) spell the same out, so
+     * that their downcalls are compiled inline.
+     */
+    static <T> T with(Body<T> body) {
+        int g = acquire();
+        try {
+            return body.run();
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        } finally {
+            release(g);
+        }
+    }
+
     /** Whether the current thread holds the GIL. */
     static boolean isHeld() {
         try {

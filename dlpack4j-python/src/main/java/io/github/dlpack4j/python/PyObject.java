@@ -79,58 +79,45 @@ public final class PyObject implements AutoCloseable {
 
     /** {@code getattr(self, name)}. */
     public PyObject attr(String name) {
-        int g = Gil.acquire();
-        try {
+        return Gil.with(() -> {
             return steal(Py.getAttr(borrow(), name));
-        } finally {
-            Gil.release(g);
-        }
+        });
     }
 
     /** {@code setattr(self, name, value)}, converting {@code value} as {@link Python#toPython}. */
     public void setAttr(String name, Object value) {
-        int g = Gil.acquire();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment v = Convert.toPython(value);
-            try {
-                Py.check((int) CApi.PyObject_SetAttrString.invokeExact(borrow(), arena.allocateFrom(name), v));
-            } finally {
-                Py.decRef(v);
+        Gil.with(() -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment v = Convert.toPython(value);
+                try {
+                    Py.check((int) CApi.PyObject_SetAttrString.invokeExact(borrow(), arena.allocateFrom(name), v));
+                } finally {
+                    Py.decRef(v);
+                }
             }
-        } catch (Throwable t) {
-            throw Py.unchecked(t);
-        } finally {
-            Gil.release(g);
-        }
+            return null;
+        });
     }
 
     /** Whether the object has the attribute {@code name}. */
     public boolean hasAttr(String name) {
-        int g = Gil.acquire();
-        try (Arena arena = Arena.ofConfined()) {
-            return (int) CApi.PyObject_HasAttrString.invokeExact(borrow(), arena.allocateFrom(name)) == 1;
-        } catch (Throwable t) {
-            throw Py.unchecked(t);
-        } finally {
-            Gil.release(g);
-        }
+        return Gil.with(() -> {
+            try (Arena arena = Arena.ofConfined()) {
+                return (int) CApi.PyObject_HasAttrString.invokeExact(borrow(), arena.allocateFrom(name)) == 1;
+            }
+        });
     }
 
     /** {@code self[key]}. */
     public PyObject get(Object key) {
-        int g = Gil.acquire();
-        try {
+        return Gil.with(() -> {
             MemorySegment k = Convert.toPython(key);
             try {
                 return stealChecked((MemorySegment) CApi.PyObject_GetItem.invokeExact(borrow(), k));
             } finally {
                 Py.decRef(k);
             }
-        } catch (Throwable t) {
-            throw Py.unchecked(t);
-        } finally {
-            Gil.release(g);
-        }
+        });
     }
 
     /** {@code self(*args)}, each argument converted as {@link Python#toPython}. */
@@ -155,8 +142,7 @@ public final class PyObject implements AutoCloseable {
 
     /** {@code self(*args, **kwargs)}. */
     public PyObject callKw(Map<String, ?> kwargs, Object... args) {
-        int g = Gil.acquire();
-        try {
+        return Gil.with(() -> {
             MemorySegment tuple = Convert.tupleOf(args);
             MemorySegment dict = MemorySegment.NULL;
             try {
@@ -168,11 +154,7 @@ public final class PyObject implements AutoCloseable {
                     Py.decRef(dict);
                 }
             }
-        } catch (Throwable t) {
-            throw Py.unchecked(t);
-        } finally {
-            Gil.release(g);
-        }
+        });
     }
 
     /**
@@ -214,73 +196,50 @@ public final class PyObject implements AutoCloseable {
 
     /** {@code str(self)}. */
     public String str() {
-        int g = Gil.acquire();
-        try {
+        return Gil.with(() -> {
             return Py.str(borrow());
-        } finally {
-            Gil.release(g);
-        }
+        });
     }
 
     /** {@code repr(self)}. */
     public String repr() {
-        int g = Gil.acquire();
-        try {
+        return Gil.with(() -> {
             MemorySegment r = Py.check((MemorySegment) CApi.PyObject_Repr.invokeExact(borrow()));
             try {
                 return Py.toJavaString(r);
             } finally {
                 Py.decRef(r);
             }
-        } catch (Throwable t) {
-            throw Py.unchecked(t);
-        } finally {
-            Gil.release(g);
-        }
+        });
     }
 
     /** {@code int(self)} as a long (through {@code __index__}). */
     public long asLong() {
-        int g = Gil.acquire();
-        try {
+        return Gil.with(() -> {
             long v = (long) CApi.PyLong_AsLongLong.invokeExact(borrow());
             if (v == -1 && ((MemorySegment) CApi.PyErr_Occurred.invokeExact()).address() != 0) {
                 throw Py.fetchError();
             }
             return v;
-        } catch (Throwable t) {
-            throw Py.unchecked(t);
-        } finally {
-            Gil.release(g);
-        }
+        });
     }
 
     /** {@code float(self)}. */
     public double asDouble() {
-        int g = Gil.acquire();
-        try {
+        return Gil.with(() -> {
             double v = (double) CApi.PyFloat_AsDouble.invokeExact(borrow());
             if (v == -1.0 && ((MemorySegment) CApi.PyErr_Occurred.invokeExact()).address() != 0) {
                 throw Py.fetchError();
             }
             return v;
-        } catch (Throwable t) {
-            throw Py.unchecked(t);
-        } finally {
-            Gil.release(g);
-        }
+        });
     }
 
     /** {@code bool(self)}. */
     public boolean asBoolean() {
-        int g = Gil.acquire();
-        try {
+        return Gil.with(() -> {
             return Py.check((int) CApi.PyObject_IsTrue.invokeExact(borrow())) == 1;
-        } catch (Throwable t) {
-            throw Py.unchecked(t);
-        } finally {
-            Gil.release(g);
-        }
+        });
     }
 
     /** Whether this is {@code None}. */
@@ -295,12 +254,9 @@ public final class PyObject implements AutoCloseable {
      * anything else → a new {@code PyObject} for the same object.
      */
     public Object toJava() {
-        int g = Gil.acquire();
-        try {
+        return Gil.with(() -> {
             return Convert.toJava(borrow());
-        } finally {
-            Gil.release(g);
-        }
+        });
     }
 
     /** Releases the reference; idempotent. Any later use throws {@link IllegalStateException}. */

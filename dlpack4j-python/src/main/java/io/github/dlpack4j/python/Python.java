@@ -96,7 +96,7 @@ public final class Python {
                 NativeLibrary.bindPython(process);
                 int g = Gil.acquire();
                 try {
-                    instance = new Python(versionString(), executableString(), mainGlobals());
+                    instance = new Python(sysString("version"), sysString("executable"), mainGlobals());
                 } finally {
                     Gil.release(g);
                 }
@@ -133,7 +133,7 @@ public final class Python {
         Python p;
         try {
             configureSys(located);
-            p = new Python(versionString(), located.executable(), mainGlobals());
+            p = new Python(sysString("version"), located.executable(), mainGlobals());
         } finally {
             try {
                 MemorySegment ignored = (MemorySegment) CApi.PyEval_SaveThread.invokeExact(); // release the GIL
@@ -189,24 +189,11 @@ public final class Python {
         }
     }
 
-    private static String versionString() {
+    /** {@code sys.<name>} as a string; needs the GIL. */
+    private static String sysString(String name) {
         MemorySegment sys = Py.importModule("sys");
         try {
-            MemorySegment v = Py.getAttr(sys, "version");
-            try {
-                return Py.toJavaString(v);
-            } finally {
-                Py.decRef(v);
-            }
-        } finally {
-            Py.decRef(sys);
-        }
-    }
-
-    private static String executableString() {
-        MemorySegment sys = Py.importModule("sys");
-        try {
-            MemorySegment v = Py.getAttr(sys, "executable");
+            MemorySegment v = Py.getAttr(sys, name);
             try {
                 return Py.toJavaString(v);
             } finally {
@@ -269,29 +256,24 @@ public final class Python {
 
     /** {@code import name}, e.g. {@code "numpy"} or {@code "os.path"}. */
     public PyObject importModule(String name) {
-        int g = Gil.acquire();
-        try {
+        return Gil.with(() -> {
             return PyObject.steal(Py.importModule(name));
-        } finally {
-            Gil.release(g);
-        }
+        });
     }
 
     /** Binds {@code name} in {@code __main__} to {@code value}, converted as {@link #toPython}. */
     public void setGlobal(String name, Object value) {
-        int g = Gil.acquire();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment v = Convert.toPython(value);
-            try {
-                Py.check((int) CApi.PyDict_SetItemString.invokeExact(globals, arena.allocateFrom(name), v));
-            } finally {
-                Py.decRef(v);
+        Gil.with(() -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment v = Convert.toPython(value);
+                try {
+                    Py.check((int) CApi.PyDict_SetItemString.invokeExact(globals, arena.allocateFrom(name), v));
+                } finally {
+                    Py.decRef(v);
+                }
             }
-        } catch (Throwable t) {
-            throw Py.unchecked(t);
-        } finally {
-            Gil.release(g);
-        }
+            return null;
+        });
     }
 
     /**
@@ -300,19 +282,16 @@ public final class Python {
      * @throws PythonException (a {@code NameError}) if it is not bound
      */
     public PyObject getGlobal(String name) {
-        int g = Gil.acquire();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment v = (MemorySegment) CApi.PyDict_GetItemString.invokeExact(globals, arena.allocateFrom(name));
-            if (v.address() == 0) {
-                throw new PythonException("NameError", "name '" + name + "' is not defined");
+        return Gil.with(() -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment v = (MemorySegment) CApi.PyDict_GetItemString.invokeExact(globals, arena.allocateFrom(name));
+                if (v.address() == 0) {
+                    throw new PythonException("NameError", "name '" + name + "' is not defined");
+                }
+                Py.incRef(v);
+                return PyObject.steal(v);
             }
-            Py.incRef(v);
-            return PyObject.steal(v);
-        } catch (Throwable t) {
-            throw Py.unchecked(t);
-        } finally {
-            Gil.release(g);
-        }
+        });
     }
 
     /**
@@ -321,21 +300,15 @@ public final class Python {
      * Map → dict (recursively), PyObject → the same object.
      */
     public PyObject toPython(Object value) {
-        int g = Gil.acquire();
-        try {
+        return Gil.with(() -> {
             return PyObject.steal(Convert.toPython(value));
-        } finally {
-            Gil.release(g);
-        }
+        });
     }
 
     /** A Python callable named {@code name} that runs {@code fn}; see {@link PythonFunction}. */
     public PyObject function(PythonFunction fn) {
-        int g = Gil.acquire();
-        try {
+        return Gil.with(() -> {
             return PyObject.steal(JavaFunctions.create(fn));
-        } finally {
-            Gil.release(g);
-        }
+        });
     }
 }
