@@ -2,6 +2,7 @@ package io.github.dlpack4j;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
+import java.util.concurrent.Executor;
 
 /**
  * A foreign {@code DLManagedTensor} or {@code DLManagedTensorVersioned} adopted by Java: a zero-copy
@@ -26,6 +27,8 @@ public final class ManagedTensor implements AutoCloseable {
     private final DlpackVersion version;
     private final long flags;
     private final Tensor tensor;
+    /** Runs the deleter on the releasing thread as it is. */
+    private static final Executor DIRECT = Runnable::run;
     private static final int OPEN = 0;
     private static final int MOVED = 1;
     private static final int CLOSED = 2;
@@ -59,7 +62,16 @@ public final class ManagedTensor implements AutoCloseable {
      * @throws NullPointerException if {@code ptr} is NULL; there is no deleter to call then
      */
     public static ManagedTensor adoptVersioned(MemorySegment ptr) {
-        return adopt(ptr, true);
+        return adopt(ptr, true, DIRECT);
+    }
+
+    /**
+     * Adopts a {@code DLManagedTensorVersioned*} whose deleter must run in a context: {@code deleterContext}
+     * is given the deleter call each time it is due (once), and must run it before returning, for
+     * example holding a lock or Python's GIL.
+     */
+    public static ManagedTensor adoptVersioned(MemorySegment ptr, Executor deleterContext) {
+        return adopt(ptr, true, deleterContext);
     }
 
     /**
@@ -67,10 +79,15 @@ public final class ManagedTensor implements AutoCloseable {
      * same validation and ownership rules as {@link #adoptVersioned}.
      */
     public static ManagedTensor adoptLegacy(MemorySegment ptr) {
-        return adopt(ptr, false);
+        return adopt(ptr, false, DIRECT);
     }
 
-    private static ManagedTensor adopt(MemorySegment ptr, boolean versioned) {
+    /** {@link #adoptLegacy(MemorySegment)} with a context for the deleter, as {@link #adoptVersioned(MemorySegment, Executor)}. */
+    public static ManagedTensor adoptLegacy(MemorySegment ptr, Executor deleterContext) {
+        return adopt(ptr, false, deleterContext);
+    }
+
+    private static ManagedTensor adopt(MemorySegment ptr, boolean versioned, Executor deleterContext) {
         Objects.requireNonNull(ptr, "ptr");
         if (ptr.address() == 0) {
             throw new NullPointerException("managed tensor pointer is NULL");
@@ -78,7 +95,8 @@ public final class ManagedTensor implements AutoCloseable {
         // Nothing can be read from (so no deleter called for) a pointer that cannot be a struct.
         ForeignTensor.checkPointer(ptr.address(), 8, "managed tensor pointer");
         MemorySegment deleter = ForeignTensor.deleterOf(ptr, versioned);
-        Runnable release = releaseAction(deleter, MemorySegment.ofAddress(ptr.address()));
+        Runnable call = releaseAction(deleter, MemorySegment.ofAddress(ptr.address()));
+        Runnable release = deleterContext == DIRECT ? call : () -> deleterContext.execute(call);
         ForeignTensor f;
         try {
             f = ForeignTensor.read(ptr, versioned);

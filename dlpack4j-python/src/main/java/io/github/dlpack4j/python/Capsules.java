@@ -1,0 +1,98 @@
+package io.github.dlpack4j.python;
+
+import io.github.dlpack4j.DlpackException;
+import io.github.dlpack4j.DlpackFlags;
+import io.github.dlpack4j.ManagedTensor;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.Executor;
+
+/**
+ * DLPack capsules, consumed once: a {@code dltensor_versioned} or {@code dltensor} capsule is renamed
+ * {@code used_dltensor_versioned} / {@code used_dltensor} when Java takes ownership, so that neither
+ * the producer's capsule destructor nor a second consumer touches the tensor again. Needs the GIL.
+ */
+final class Capsules {
+    /** Capsule names must outlive the capsules: static, in the global arena. */
+    static final MemorySegment VERSIONED = Arena.global().allocateFrom("dltensor_versioned");
+    static final MemorySegment LEGACY = Arena.global().allocateFrom("dltensor");
+    static final MemorySegment USED_VERSIONED = Arena.global().allocateFrom("used_dltensor_versioned");
+    static final MemorySegment USED_LEGACY = Arena.global().allocateFrom("used_dltensor");
+    private static final MemorySegment CAPSULE_TYPE = CApi.symbol("PyCapsule_Type");
+
+    /** Runs a producer's deleter holding the GIL (which CPython producers need); after shutdown began, leaks. */
+    static final Executor UNDER_GIL = task -> {
+        if (!Python.isShuttingDown()) {
+            Gil.with(() -> {
+                task.run();
+                return null;
+            });
+        }
+    };
+
+    private Capsules() {}
+
+    static boolean isCapsule(MemorySegment o) {
+        try {
+            return Py.check((int) CApi.PyObject_IsInstance.invokeExact(o, CAPSULE_TYPE)) == 1;
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        }
+    }
+
+    /** The capsule's name, or null. */
+    static String name(MemorySegment capsule) {
+        try {
+            MemorySegment n = (MemorySegment) CApi.PyCapsule_GetName.invokeExact(capsule);
+            if (n.address() == 0) {
+                if (((MemorySegment) CApi.PyErr_Occurred.invokeExact()).address() != 0) {
+                    throw Py.fetchError();
+                }
+                return null;
+            }
+            return n.reinterpret(256).getString(0);
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        }
+    }
+
+    /**
+     * Takes ownership of the tensor in a DLPack capsule.
+     *
+     * @param copy the request's copy policy: {@code FALSE} refuses a tensor the producer copied
+     * @throws DlpackException for a used capsule, another kind of capsule, a malformed tensor (its
+     *                         deleter has run then) or a copy against {@code copy=False}
+     */
+    static ManagedTensor consume(MemorySegment capsule, Boolean copy) {
+        String name = name(capsule);
+        boolean versioned;
+        if ("dltensor_versioned".equals(name)) {
+            versioned = true;
+        } else if ("dltensor".equals(name)) {
+            versioned = false;
+        } else if (name != null && name.startsWith("used_dltensor")) {
+            throw new DlpackException("capsule '" + name + "' was consumed already: DLPack capsules are single-use");
+        } else {
+            throw new DlpackException("a capsule named '" + name + "' is not a DLPack tensor "
+                    + "(expected 'dltensor_versioned' or 'dltensor')");
+        }
+        ManagedTensor tensor;
+        try {
+            // Locals, not conditional expressions: invokeExact takes each argument's static type.
+            MemorySegment expected = versioned ? VERSIONED : LEGACY;
+            MemorySegment used = versioned ? USED_VERSIONED : USED_LEGACY;
+            MemorySegment ptr = Py.check((MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(capsule, expected));
+            // Renamed before adoption: from here on the capsule's destructor leaves the tensor to us,
+            // and adoption calls the deleter itself if the tensor is malformed.
+            Py.check((int) CApi.PyCapsule_SetName.invokeExact(capsule, used));
+            tensor = versioned ? ManagedTensor.adoptVersioned(ptr, UNDER_GIL) : ManagedTensor.adoptLegacy(ptr, UNDER_GIL);
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        }
+        if (Boolean.FALSE.equals(copy) && (tensor.flags() & DlpackFlags.IS_COPIED) != 0) {
+            tensor.close();
+            throw new DlpackException("copy=False was requested, but the producer copied the data (IS_COPIED)");
+        }
+        return tensor;
+    }
+}

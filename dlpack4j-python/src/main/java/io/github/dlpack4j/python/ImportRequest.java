@@ -1,0 +1,166 @@
+package io.github.dlpack4j.python;
+
+import io.github.dlpack4j.Device;
+import io.github.dlpack4j.DeviceType;
+import io.github.dlpack4j.DlpackException;
+import io.github.dlpack4j.DlpackVersion;
+import io.github.dlpack4j.ManagedTensor;
+import java.lang.foreign.MemorySegment;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * One import of a Python object's tensor into Java, negotiated the way the DLPack Python protocol
+ * describes: query {@link #device()}, choose the consumer {@link #stream}, the {@link #copy} policy and
+ * optionally a target {@link #toDevice device}, then {@link #importTensor()}. {@link #path()} tells the
+ * route taken:
+ * <ol>
+ *   <li>an object that is a {@code dltensor} / {@code dltensor_versioned} capsule is consumed as it is;</li>
+ *   <li>{@code __dlpack__(max_version=(1, 3), ...)} with the stream, copy and device requested;</li>
+ *   <li>a legacy {@code __dlpack__} that rejects those keywords ({@code TypeError}) is called again
+ *       without them.</li>
+ * </ol>
+ * The result is a {@link ManagedTensor}: a zero-copy view, read-only when the producer says so,
+ * whose producer deleter runs (holding the GIL) when Java closes it. Dropping the Python object in
+ * the meantime is safe: the producer's managed tensor keeps the data alive.
+ */
+public final class ImportRequest {
+    private final PyObject source;
+    private DlpackStream stream = DlpackStream.NONE;
+    private Boolean copy;
+    private Device target;
+    private ImportPath path;
+
+    private ImportRequest(PyObject source) {
+        this.source = source;
+    }
+
+    /** A request for the tensor of {@code source} (an array, a tensor, or a DLPack capsule). */
+    public static ImportRequest of(PyObject source) {
+        return new ImportRequest(Objects.requireNonNull(source, "source"));
+    }
+
+    /**
+     * Where the producer's data lives: {@code __dlpack_device__()}, or the device in a capsule's
+     * tensor.
+     *
+     * @throws DlpackException if the object offers neither
+     */
+    public Device device() {
+        return Gil.with(() -> {
+            MemorySegment o = source.borrow();
+            if (Capsules.isCapsule(o)) {
+                return Device.CPU; // a bare capsule carries no cheaper way to ask; DLPack capsules on CPU are the norm
+            }
+            if (!source.hasAttr("__dlpack_device__")) {
+                throw new DlpackException("object of type " + typeName() + " has no __dlpack_device__");
+            }
+            try (PyObject d = source.callMethod("__dlpack_device__")) {
+                List<?> pair = (List<?>) d.toJava();
+                return new Device(DeviceType.of(((Number) pair.get(0)).intValue()), ((Number) pair.get(1)).intValue());
+            }
+        });
+    }
+
+    /** The consumer's stream (default {@link DlpackStream#NONE}). */
+    public ImportRequest stream(DlpackStream consumerStream) {
+        this.stream = Objects.requireNonNull(consumerStream, "consumerStream");
+        return this;
+    }
+
+    /** {@code TRUE}: always copy; {@code FALSE}: never copy (fail if the producer must); null: copy if needed. */
+    public ImportRequest copy(Boolean copyPolicy) {
+        this.copy = copyPolicy;
+        return this;
+    }
+
+    /** Asks the producer for the data on {@code device} ({@code dl_device}); null for its own device. */
+    public ImportRequest toDevice(Device device) {
+        this.target = device;
+        return this;
+    }
+
+    /** The route the last {@link #importTensor()} took; null before. */
+    public ImportPath path() {
+        return path;
+    }
+
+    /**
+     * Imports the tensor; ownership passes to the returned {@link ManagedTensor}.
+     *
+     * @throws PythonException the producer's own error (e.g. {@code BufferError}), with its Python type
+     * @throws DlpackException a missing {@code __dlpack__}, a result that is not a DLPack capsule, a
+     *                         used capsule, a malformed tensor, or a copy against {@code copy(false)}
+     */
+    public ManagedTensor importTensor() {
+        return Gil.with(() -> {
+            MemorySegment o = source.borrow();
+            if (Capsules.isCapsule(o)) {
+                path = ImportPath.CAPSULE;
+                return Capsules.consume(o, copy);
+            }
+            if (!source.hasAttr("__dlpack__")) {
+                throw new DlpackException("object of type " + typeName() + " does not support DLPack (no __dlpack__)");
+            }
+            Device device = target != null ? target : device();
+            Long streamArg = stream.streamArgument(device);
+            // The protocol wants tuples for max_version and dl_device (NumPy refuses lists).
+            try (PyObject maxVersion = tuple(DlpackVersion.MAJOR, DlpackVersion.MINOR);
+                 PyObject dlDevice = target == null ? null : tuple(target.type().code(), target.id());
+                 PyObject method = source.attr("__dlpack__")) {
+                Map<String, Object> kwargs = new LinkedHashMap<>();
+                if (streamArg != null) {
+                    kwargs.put("stream", streamArg);
+                }
+                kwargs.put("max_version", maxVersion);
+                if (copy != null) {
+                    kwargs.put("copy", copy);
+                }
+                if (dlDevice != null) {
+                    kwargs.put("dl_device", dlDevice);
+                }
+                PyObject capsule;
+                try {
+                    capsule = method.callKw(kwargs);
+                    path = ImportPath.DLPACK;
+                } catch (PythonException e) {
+                    if (!e.pythonType().equals("TypeError")) {
+                        throw e;
+                    }
+                    if (Boolean.TRUE.equals(copy) || target != null) {
+                        throw new DlpackException("the producer's __dlpack__ predates DLPack 1.0 (" + e.pythonMessage()
+                                + ") and cannot honour copy=" + copy + " or dl_device=" + target);
+                    }
+                    capsule = streamArg == null ? method.call() : method.callKw(Map.of("stream", streamArg));
+                    path = ImportPath.DLPACK_LEGACY_RETRY;
+                }
+                return consumeResult(capsule);
+            }
+        });
+    }
+
+    private ManagedTensor consumeResult(PyObject capsule) {
+        return Gil.with(() -> {
+            try (capsule) {
+                MemorySegment c = capsule.borrow();
+                if (!Capsules.isCapsule(c)) {
+                    throw new DlpackException("__dlpack__ of " + typeName() + " returned " + Py.str(c)
+                            + ", not a DLPack capsule");
+                }
+                return Capsules.consume(c, copy);
+            }
+        });
+    }
+
+    private static PyObject tuple(int a, int b) {
+        return Gil.with(() -> PyObject.steal(Convert.tupleOf(new Object[] {a, b})));
+    }
+
+    private String typeName() {
+        try (PyObject type = source.attr("__class__"); PyObject name = type.attr("__qualname__")) {
+            return name.str();
+        }
+    }
+}
