@@ -18,6 +18,9 @@ import java.util.Objects;
  * route taken:
  * <ol>
  *   <li>an object that is a {@code dltensor} / {@code dltensor_versioned} capsule is consumed as it is;</li>
+ *   <li>the type's DLPack C Exchange API ({@link ExchangeApi}), when no copy and no other device is
+ *       asked for and synchronisation is safe: the producer has no pending work (its current
+ *       stream is NULL, as on the CPU) or the consumer's {@link DlpackStream} can wait for it;</li>
  *   <li>{@code __dlpack__(max_version=(1, 3), ...)} with the stream, copy and device requested;</li>
  *   <li>a legacy {@code __dlpack__} that rejects those keywords ({@code TypeError}) is called again
  *       without them.</li>
@@ -100,6 +103,19 @@ public final class ImportRequest {
             if (Capsules.isCapsule(o)) {
                 path = ImportPath.CAPSULE;
                 return Capsules.consume(o, copy);
+            }
+            // The C Exchange API never copies and never moves data: used when neither is asked for,
+            // and only when the consumer's work can be ordered after the producer's.
+            if (!Boolean.TRUE.equals(copy) && target == null) {
+                java.util.Optional<ExchangeApi> api = ExchangeApi.fromObject(source);
+                if (api.isPresent()) {
+                    long producerStream = api.get().currentWorkStream(device());
+                    if (producerStream == 0 || stream.waitFor(producerStream)) {
+                        ManagedTensor m = api.get().importNoSync(source).tensor();
+                        path = ImportPath.EXCHANGE_API;
+                        return m;
+                    }
+                }
             }
             if (!source.hasAttr("__dlpack__")) {
                 throw new DlpackException("object of type " + typeName() + " does not support DLPack (no __dlpack__)");

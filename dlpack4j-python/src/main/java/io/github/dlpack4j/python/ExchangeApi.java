@@ -1,0 +1,250 @@
+package io.github.dlpack4j.python;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+import io.github.dlpack4j.DataType;
+import io.github.dlpack4j.Device;
+import io.github.dlpack4j.Dlpack;
+import io.github.dlpack4j.DlpackException;
+import io.github.dlpack4j.DlpackVersion;
+import io.github.dlpack4j.ManagedTensor;
+import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.abi.DLDataType;
+import io.github.dlpack4j.abi.DLDevice;
+import io.github.dlpack4j.abi.DLManagedTensorVersioned;
+import io.github.dlpack4j.abi.DLPackExchangeAPI;
+import io.github.dlpack4j.abi.DLPackExchangeAPIHeader;
+import io.github.dlpack4j.abi.DLPackVersion;
+import io.github.dlpack4j.abi.DLTensor;
+import java.lang.foreign.Arena;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+
+/**
+ * A producer's DLPack C Exchange API (DLPack 1.3: the type attribute
+ * {@code __dlpack_c_exchange_api__}, a capsule named {@code dlpack_exchange_api}), as a consumer uses
+ * it: imports without a trip through Python's {@code __dlpack__}, the producer's current work stream,
+ * its allocator, a borrowed view, and handing a Java tensor to the producer's library.
+ *
+ * <p>Tables are found once per Python type and cached (the type is kept alive with its table, which
+ * the standard makes static for the life of the process). A table whose major version is not 1 is
+ * skipped for the {@code prev_api} it points to. No callback synchronises: the caller orders its
+ * work after {@link #currentWorkStream}.
+ */
+public final class ExchangeApi {
+    private static final MemorySegment CAPSULE_NAME = Arena.global().allocateFrom("dlpack_exchange_api");
+    private static final ConcurrentHashMap<Long, Optional<ExchangeApi>> BY_TYPE = new ConcurrentHashMap<>();
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final MethodHandle ALLOCATOR_INVOKER = LINKER.downcallHandle(DLPackExchangeAPI.MANAGED_TENSOR_ALLOCATOR_FN);
+    private static final MethodHandle TWO_POINTER_INVOKER = LINKER.downcallHandle(DLPackExchangeAPI.MANAGED_TENSOR_FROM_PY_OBJECT_NO_SYNC_FN);
+    private static final MethodHandle STREAM_INVOKER = LINKER.downcallHandle(DLPackExchangeAPI.CURRENT_WORK_STREAM_FN);
+    private static final MemorySegment SET_ERROR;
+    private static final ThreadLocal<String[]> ALLOCATION_ERROR = ThreadLocal.withInitial(() -> new String[1]);
+
+    static {
+        try {
+            SET_ERROR = LINKER.upcallStub(MethodHandles.lookup().findStatic(ExchangeApi.class, "setError",
+                    MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class, MemorySegment.class)),
+                    DLPackExchangeAPI.SET_ERROR_FN, Arena.global());
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final MemorySegment table;
+    private final DlpackVersion version;
+    @SuppressWarnings("unused") // keeps the producer's type (and so its static table) alive with the cache
+    private final PyObject type;
+
+    private ExchangeApi(MemorySegment table, DlpackVersion version, PyObject type) {
+        this.table = table;
+        this.version = version;
+        this.type = type;
+    }
+
+    /** The exchange API of {@code obj}'s type, if it has one this consumer understands (major 1). */
+    public static Optional<ExchangeApi> fromObject(PyObject obj) {
+        return Gil.with(() -> {
+            try (PyObject type = obj.attr("__class__")) {
+                long key = type.borrow().address();
+                Optional<ExchangeApi> cached = BY_TYPE.get(key);
+                if (cached != null) {
+                    return cached;
+                }
+                Optional<ExchangeApi> found = discover(type);
+                BY_TYPE.put(key, found);
+                return found;
+            }
+        });
+    }
+
+    private static Optional<ExchangeApi> discover(PyObject type) throws Throwable {
+        if (!type.hasAttr("__dlpack_c_exchange_api__")) {
+            return Optional.empty();
+        }
+        try (PyObject capsule = type.attr("__dlpack_c_exchange_api__")) {
+            MemorySegment c = capsule.borrow();
+            if (!Capsules.isCapsule(c) || (int) CApi.PyCapsule_IsValid.invokeExact(c, CAPSULE_NAME) != 1) {
+                return Optional.empty(); // DLPack 1.2 published an int here; only 1.3 capsules are used
+            }
+            MemorySegment header = Py.check((MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(c, CAPSULE_NAME));
+            for (int hops = 0; header.address() != 0 && hops < 64; hops++) {
+                MemorySegment h = header.reinterpret(DLPackExchangeAPI.SIZE);
+                int major = h.get(JAVA_INT, DLPackExchangeAPIHeader.VERSION + DLPackVersion.MAJOR);
+                int minor = h.get(JAVA_INT, DLPackExchangeAPIHeader.VERSION + DLPackVersion.MINOR);
+                if (major == DlpackVersion.MAJOR) {
+                    Py.incRef(type.borrow());
+                    return Optional.of(new ExchangeApi(h, new DlpackVersion(major, minor), PyObject.steal(type.borrow())));
+                }
+                header = h.get(ADDRESS, DLPackExchangeAPIHeader.PREV_API);
+            }
+            return Optional.empty();
+        }
+    }
+
+    /** The table's version. */
+    public DlpackVersion version() {
+        return version;
+    }
+
+    /** Whether the producer offers the optional borrowed {@code DLTensor} view. */
+    public boolean hasDLTensorView() {
+        return table.get(ADDRESS, DLPackExchangeAPI.DLTENSOR_FROM_PY_OBJECT_NO_SYNC).address() != 0;
+    }
+
+    /** The producer's current work stream on {@code device}; 0 when it has none (the CPU). */
+    public long currentWorkStream(Device device) {
+        return Gil.with(() -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment out = arena.allocate(ADDRESS);
+                int status = (int) STREAM_INVOKER.invokeExact(table.get(ADDRESS, DLPackExchangeAPI.CURRENT_WORK_STREAM),
+                        device.type().code(), device.id(), out);
+                Py.check(status);
+                return out.get(ADDRESS, 0).address();
+            }
+        });
+    }
+
+    /**
+     * Imports {@code obj} (an object of the producer's type) without synchronisation: ownership of
+     * a fresh {@code DLManagedTensorVersioned}, with the producer's stream at the time.
+     */
+    public ExchangeTensor importNoSync(PyObject obj) {
+        return Gil.with(() -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment out = arena.allocate(ADDRESS);
+                int status = (int) TWO_POINTER_INVOKER.invokeExact(
+                        table.get(ADDRESS, DLPackExchangeAPI.MANAGED_TENSOR_FROM_PY_OBJECT_NO_SYNC), obj.borrow(), out);
+                Py.check(status);
+                ManagedTensor m = ManagedTensor.adoptVersioned(out.get(ADDRESS, 0), Capsules.UNDER_GIL);
+                long stream;
+                try {
+                    stream = currentWorkStream(m.tensor().device());
+                } catch (RuntimeException e) {
+                    m.close();
+                    throw e;
+                }
+                return new ExchangeTensor(m, stream);
+            }
+        });
+    }
+
+    /**
+     * Reads {@code obj} through the producer's borrowed view: {@code reader} gets a tensor valid only
+     * while it runs (any later access throws {@link IllegalStateException}).
+     *
+     * @throws UnsupportedOperationException if the producer has no such view ({@link #hasDLTensorView()})
+     */
+    public <T> T withDLTensorView(PyObject obj, Function<Tensor, T> reader) {
+        if (!hasDLTensorView()) {
+            throw new UnsupportedOperationException("this producer offers no dltensor_from_py_object_no_sync");
+        }
+        return Gil.with(() -> {
+            try (Arena arena = Arena.ofConfined()) {
+                // A versioned struct around the borrowed DLTensor, without deleter: the core's
+                // validation and scoped views then apply to the view as to any import.
+                MemorySegment managed = arena.allocate(DLManagedTensorVersioned.LAYOUT);
+                managed.set(JAVA_INT, DLManagedTensorVersioned.VERSION + DLPackVersion.MAJOR, DlpackVersion.MAJOR);
+                managed.set(JAVA_INT, DLManagedTensorVersioned.VERSION + DLPackVersion.MINOR, DlpackVersion.MINOR);
+                int status = (int) TWO_POINTER_INVOKER.invokeExact(
+                        table.get(ADDRESS, DLPackExchangeAPI.DLTENSOR_FROM_PY_OBJECT_NO_SYNC), obj.borrow(),
+                        managed.asSlice(DLManagedTensorVersioned.DL_TENSOR));
+                Py.check(status);
+                try (ManagedTensor view = ManagedTensor.adoptVersioned(managed)) {
+                    return reader.apply(view.tensor());
+                }
+            }
+        });
+    }
+
+    /**
+     * A new tensor from the producer's allocator, like a prototype of {@code dtype} and {@code shape}
+     * on {@code device} (its contents are whatever the producer's allocator leaves).
+     *
+     * @throws DlpackException with the producer's error kind and message if it refuses
+     */
+    public ManagedTensor allocate(DataType dtype, Device device, long... shape) {
+        return Gil.with(() -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment proto = arena.allocate(DLTensor.LAYOUT);
+                MemorySegment shapeArray = arena.allocateFrom(JAVA_LONG, shape);
+                proto.set(JAVA_INT, DLTensor.DEVICE + DLDevice.DEVICE_TYPE, device.type().code());
+                proto.set(JAVA_INT, DLTensor.DEVICE + DLDevice.DEVICE_ID, device.id());
+                proto.set(JAVA_INT, DLTensor.NDIM, shape.length);
+                proto.set(JAVA_BYTE, DLTensor.DTYPE + DLDataType.CODE, (byte) dtype.code().code());
+                proto.set(JAVA_BYTE, DLTensor.DTYPE + DLDataType.BITS, (byte) dtype.bits());
+                proto.set(JAVA_SHORT, DLTensor.DTYPE + DLDataType.LANES, (short) dtype.lanes());
+                proto.set(ADDRESS, DLTensor.SHAPE, shapeArray);
+                MemorySegment out = arena.allocate(ADDRESS);
+                String[] error = ALLOCATION_ERROR.get();
+                error[0] = null;
+                int status = (int) ALLOCATOR_INVOKER.invokeExact(table.get(ADDRESS, DLPackExchangeAPI.MANAGED_TENSOR_ALLOCATOR),
+                        proto, out, MemorySegment.NULL, SET_ERROR);
+                if (status != 0) {
+                    throw new DlpackException("the producer's allocator refused " + dtype + " " + java.util.Arrays.toString(shape)
+                            + " on " + device + ": " + (error[0] == null ? "no reason given" : error[0]));
+                }
+                return ManagedTensor.adoptVersioned(out.get(ADDRESS, 0), Capsules.UNDER_GIL);
+            }
+        });
+    }
+
+    /** The allocator's {@code SetError}: records the message for the calling thread; never throws into C. */
+    private static void setError(MemorySegment errorCtx, MemorySegment kind, MemorySegment message) {
+        try {
+            String k = kind.address() == 0 ? "Error" : kind.reinterpret(1024).getString(0);
+            String m = message.address() == 0 ? "" : message.reinterpret(64 * 1024).getString(0);
+            ALLOCATION_ERROR.get()[0] = k + ": " + m;
+        } catch (Throwable ignored) {
+            // Nothing may reach C.
+        }
+    }
+
+    /**
+     * Hands {@code tensor} to the producer's library as one of its own objects (a torch.Tensor for
+     * PyTorch) through {@code managed_tensor_to_py_object_no_sync}: a fresh export that the
+     * producer owns, sharing the Java memory.
+     */
+    public PyObject toPyObject(Tensor tensor) {
+        MemorySegment export = Dlpack.exportVersioned(tensor);
+        return Gil.with(() -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment out = arena.allocate(ADDRESS);
+                int status = (int) TWO_POINTER_INVOKER.invokeExact(
+                        table.get(ADDRESS, DLPackExchangeAPI.MANAGED_TENSOR_TO_PY_OBJECT_NO_SYNC), export, out);
+                Py.check(status); // the export was stolen either way
+                return PyObject.steal(out.get(ADDRESS, 0));
+            }
+        });
+    }
+}
