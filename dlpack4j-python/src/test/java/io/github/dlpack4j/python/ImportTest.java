@@ -210,4 +210,77 @@ class ImportTest {
         assertThat(out).contains("numpy 1.26.4").contains("path DLPACK_LEGACY_RETRY versioned false values [0.0, 1.0, 2.0]");
         assertThat(p.exitValue()).as(out).isZero();
     }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu",
+            "bool", "float16", "int8", "uint8"})
+    void torchsLowPrecisionAndOtherDtypesArriveWithTorchsValues(String dtype) {
+        PY.exec("import torch\nt = torch.tensor([0.5, 1.0, 2.0, 4.0, 0.25, 8.0]).to(torch." + dtype + ")");
+        try (PyObject t = PY.getGlobal("t"); ManagedTensor m = PythonDlpack.fromDlpack(t);
+             PyObject expected = PY.eval("[float(x) for x in t.float().tolist()]")) {
+            assertThat(m.tensor().dtype().toString()).isEqualTo(dtype);
+            assertThat(m.tensor().toDoubleArray()).containsExactly(((List<?>) expected.toJava()).stream()
+                    .mapToDouble(x -> (Double) x).toArray());
+        }
+    }
+
+    @Test
+    void jaxBfloat16ArrivesInALegacyCapsule() {
+        PY.exec("import jax.numpy as jnp\nj = jnp.array([1.5, -2.0, 3.25], dtype=jnp.bfloat16)");
+        try (PyObject j = PY.getGlobal("j"); ManagedTensor m = PythonDlpack.fromDlpack(j)) {
+            assertThat(m.isVersioned()).isFalse();
+            assertThat(m.tensor().dtype()).isEqualTo(DataType.BFLOAT16);
+            assertThat(m.tensor().toDoubleArray()).containsExactly(1.5, -2.0, 3.25);
+        }
+    }
+
+    /** A capsule made in Python with ctypes around a hand-written struct, with a deleter that counts. */
+    private static final String HANDMADE = """
+            import ctypes
+            class DLTensor(ctypes.Structure):
+                _fields_ = [('data', ctypes.c_void_p), ('device_type', ctypes.c_int32), ('device_id', ctypes.c_int32),
+                            ('ndim', ctypes.c_int32), ('code', ctypes.c_uint8), ('bits', ctypes.c_uint8),
+                            ('lanes', ctypes.c_uint16), ('shape', ctypes.c_void_p), ('strides', ctypes.c_void_p),
+                            ('byte_offset', ctypes.c_uint64)]
+            class Versioned(ctypes.Structure):
+                _fields_ = [('major', ctypes.c_uint32), ('minor', ctypes.c_uint32), ('ctx', ctypes.c_void_p),
+                            ('deleter', ctypes.c_void_p), ('flags', ctypes.c_uint64), ('dl', DLTensor)]
+            deleted = []
+            DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda p: deleted.append(p))
+            keep = []
+            def handmade(major=1, ndim=1):
+                buf = (ctypes.c_double * 4)(1, 2, 3, 4)
+                shape = (ctypes.c_int64 * 1)(4)
+                strides = (ctypes.c_int64 * 1)(1)
+                s = Versioned(major, 3, None, ctypes.cast(DELETER, ctypes.c_void_p), 0,
+                              DLTensor(ctypes.addressof(buf), 1, 0, ndim, 2, 64, 1,
+                                       ctypes.addressof(shape), ctypes.addressof(strides), 0))
+                keep.append((buf, shape, strides, s))
+                new = ctypes.pythonapi.PyCapsule_New
+                new.restype = ctypes.py_object
+                new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+                return new(ctypes.addressof(s), b'dltensor_versioned', None)
+            """;
+
+    @Test
+    void aWellNamedCapsuleWithABrokenStructIsRefusedAndItsDeleterRunsOnce() {
+        PY.exec(HANDMADE);
+        try (PyObject good = PY.eval("handmade()"); ManagedTensor m = PythonDlpack.fromDlpack(good)) {
+            assertThat(m.tensor().toDoubleArray()).containsExactly(1, 2, 3, 4);
+        }
+        try (PyObject n = PY.eval("len(deleted)")) {
+            assertThat(n.asLong()).isEqualTo(1);
+        }
+        try (PyObject major2 = PY.eval("handmade(major=2)")) {
+            assertThatThrownBy(() -> PythonDlpack.fromDlpack(major2)).isInstanceOf(DlpackException.class)
+                    .hasMessageContaining("version = 2.3");
+        }
+        try (PyObject badNdim = PY.eval("handmade(ndim=-1)")) {
+            assertThatThrownBy(() -> PythonDlpack.fromDlpack(badNdim)).isInstanceOf(DlpackException.class)
+                    .hasMessageContaining("dl_tensor.ndim = -1");
+        }
+        try (PyObject n = PY.eval("len(deleted)")) {
+            assertThat(n.asLong()).as("each refused tensor's deleter ran once").isEqualTo(3);
+        }
+    }
 }
