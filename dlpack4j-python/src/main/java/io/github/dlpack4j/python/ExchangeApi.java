@@ -88,6 +88,21 @@ public final class ExchangeApi {
         });
     }
 
+    /** {@link #fromObject} for a borrowed object pointer, with the GIL held; null if there is none. */
+    static ExchangeApi forObject(MemorySegment obj) throws Throwable {
+        MemorySegment type = Py.check((MemorySegment) CApi.PyObject_Type.invokeExact(obj));
+        Optional<ExchangeApi> cached = BY_TYPE.get(type.address());
+        if (cached == null) {
+            try (PyObject t = PyObject.steal(type)) {
+                Py.incRef(type);
+                cached = discover(t);
+                BY_TYPE.put(type.address(), cached);
+            }
+        }
+        Py.decRef(type);
+        return cached.orElse(null);
+    }
+
     private static Optional<ExchangeApi> discover(PyObject type) throws Throwable {
         if (!type.hasAttr("__dlpack_c_exchange_api__")) {
             return Optional.empty();

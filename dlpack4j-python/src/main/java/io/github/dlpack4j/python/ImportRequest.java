@@ -105,43 +105,31 @@ public final class ImportRequest {
                 return Capsules.consume(o, copy);
             }
             // The C Exchange API never copies and never moves data: used when neither is asked for,
-            // and only when the consumer's work can be ordered after the producer's.
+            // and kept only when the consumer's work can be ordered after the producer's (the
+            // import itself does not synchronise, so it is safe to drop it otherwise).
             if (!Boolean.TRUE.equals(copy) && target == null) {
-                java.util.Optional<ExchangeApi> api = ExchangeApi.fromObject(source);
-                if (api.isPresent()) {
-                    long producerStream = api.get().currentWorkStream(device());
-                    if (producerStream == 0 || stream.waitFor(producerStream)) {
-                        ManagedTensor m = api.get().importNoSync(source).tensor();
+                ExchangeApi api = ExchangeApi.forObject(o);
+                if (api != null) {
+                    ExchangeTensor e = api.importNoSync(source);
+                    if (e.producerStream() == 0 || stream.waitFor(e.producerStream())) {
                         path = ImportPath.EXCHANGE_API;
-                        return m;
+                        return e.tensor();
                     }
+                    e.close();
                 }
             }
-            if (!source.hasAttr("__dlpack__")) {
+            MemorySegment method = (MemorySegment) CApi.PyObject_GetAttrString.invokeExact(o, DUNDER_DLPACK);
+            if (method.address() == 0) {
+                Py.clearError();
                 throw new DlpackException("object of type " + typeName() + " does not support DLPack (no __dlpack__)");
             }
-            Device device = target != null ? target : device();
-            Long streamArg = stream.streamArgument(device);
-            // The protocol wants tuples for max_version and dl_device (NumPy refuses lists).
-            try (PyObject maxVersion = tuple(DlpackVersion.MAJOR, DlpackVersion.MINOR);
-                 PyObject dlDevice = target == null ? null : tuple(target.type().code(), target.id());
-                 PyObject method = source.attr("__dlpack__")) {
-                Map<String, Object> kwargs = new LinkedHashMap<>();
-                if (streamArg != null) {
-                    kwargs.put("stream", streamArg);
-                }
-                kwargs.put("max_version", maxVersion);
-                if (copy != null) {
-                    kwargs.put("copy", copy);
-                }
-                if (dlDevice != null) {
-                    kwargs.put("dl_device", dlDevice);
-                }
-                PyObject capsule;
-                try {
-                    capsule = method.callKw(kwargs);
-                    path = ImportPath.DLPACK;
-                } catch (PythonException e) {
+            try {
+                Long streamArg = stream == DlpackStream.NONE ? null : stream.streamArgument(target != null ? target : device());
+                MemorySegment capsule = (MemorySegment) CApi.PyObject_Call.invokeExact(method, emptyTuple(),
+                        kwargs(streamArg, true));
+                path = ImportPath.DLPACK;
+                if (capsule.address() == 0) {
+                    PythonException e = Py.fetchError();
                     if (!e.pythonType().equals("TypeError")) {
                         throw e;
                     }
@@ -149,29 +137,72 @@ public final class ImportRequest {
                         throw new DlpackException("the producer's __dlpack__ predates DLPack 1.0 (" + e.pythonMessage()
                                 + ") and cannot honour copy=" + copy + " or dl_device=" + target);
                     }
-                    capsule = streamArg == null ? method.call() : method.callKw(Map.of("stream", streamArg));
+                    capsule = Py.check((MemorySegment) CApi.PyObject_Call.invokeExact(method, emptyTuple(),
+                            kwargs(streamArg, false)));
                     path = ImportPath.DLPACK_LEGACY_RETRY;
                 }
-                return consumeResult(capsule);
-            }
-        });
-    }
-
-    private ManagedTensor consumeResult(PyObject capsule) {
-        return Gil.with(() -> {
-            try (capsule) {
-                MemorySegment c = capsule.borrow();
-                if (!Capsules.isCapsule(c)) {
-                    throw new DlpackException("__dlpack__ of " + typeName() + " returned " + Py.str(c)
-                            + ", not a DLPack capsule");
+                try {
+                    if (!Capsules.isCapsule(capsule)) {
+                        throw new DlpackException("__dlpack__ of " + typeName() + " returned " + Py.str(capsule)
+                                + ", not a DLPack capsule");
+                    }
+                    return Capsules.consume(capsule, copy);
+                } finally {
+                    Py.decRef(capsule);
                 }
-                return Capsules.consume(c, copy);
+            } finally {
+                Py.decRef(method);
             }
         });
     }
 
-    private static PyObject tuple(int a, int b) {
-        return Gil.with(() -> PyObject.steal(Convert.tupleOf(new Object[] {a, b})));
+    private static final MemorySegment DUNDER_DLPACK = java.lang.foreign.Arena.global().allocateFrom("__dlpack__");
+    private static MemorySegment emptyTuple;
+    private static MemorySegment maxVersion;
+
+    /** An empty tuple, made once and kept (immortal for our purposes). Needs the GIL. */
+    private static MemorySegment emptyTuple() {
+        if (emptyTuple == null) {
+            emptyTuple = Convert.tuple(new MemorySegment[0]);
+        }
+        return emptyTuple;
+    }
+
+    /**
+     * A new kwargs dict for {@code __dlpack__} (NULL for none): {@code modern} adds max_version, copy and
+     * dl_device as DLPack 1.0 defines them; a legacy call gets only {@code stream}. Needs the GIL.
+     */
+    private MemorySegment kwargs(Long streamArg, boolean modern) throws Throwable {
+        if (!modern && streamArg == null) {
+            return MemorySegment.NULL;
+        }
+        MemorySegment dict = Py.check((MemorySegment) CApi.PyDict_New.invokeExact());
+        if (streamArg != null) {
+            putItem(dict, "stream", Convert.toPython(streamArg));
+        }
+        if (modern) {
+            if (maxVersion == null) {
+                maxVersion = Convert.tupleOf(new Object[] {DlpackVersion.MAJOR, DlpackVersion.MINOR});
+            }
+            Py.incRef(maxVersion);
+            putItem(dict, "max_version", maxVersion);
+            if (copy != null) {
+                putItem(dict, "copy", Convert.toPython(copy));
+            }
+            if (target != null) {
+                putItem(dict, "dl_device", Convert.tupleOf(new Object[] {target.type().code(), target.id()}));
+            }
+        }
+        return dict;
+    }
+
+    /** {@code dict[key] = value}, taking over the reference to {@code value}. */
+    private static void putItem(MemorySegment dict, String key, MemorySegment value) throws Throwable {
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            Py.check((int) CApi.PyDict_SetItemString.invokeExact(dict, arena.allocateFrom(key), value));
+        } finally {
+            Py.decRef(value);
+        }
     }
 
     private String typeName() {
