@@ -125,8 +125,7 @@ public final class ImportRequest {
             }
             try {
                 Long streamArg = stream == DlpackStream.NONE ? null : stream.streamArgument(target != null ? target : device());
-                MemorySegment capsule = (MemorySegment) CApi.PyObject_Call.invokeExact(method, emptyTuple(),
-                        kwargs(streamArg, true));
+                MemorySegment capsule = call(method, kwargs(streamArg, true));
                 path = ImportPath.DLPACK;
                 if (capsule.address() == 0) {
                     PythonException e = Py.fetchError();
@@ -137,8 +136,7 @@ public final class ImportRequest {
                         throw new DlpackException("the producer's __dlpack__ predates DLPack 1.0 (" + e.pythonMessage()
                                 + ") and cannot honour copy=" + copy + " or dl_device=" + target);
                     }
-                    capsule = Py.check((MemorySegment) CApi.PyObject_Call.invokeExact(method, emptyTuple(),
-                            kwargs(streamArg, false)));
+                    capsule = Py.check(call(method, kwargs(streamArg, false)));
                     path = ImportPath.DLPACK_LEGACY_RETRY;
                 }
                 try {
@@ -154,6 +152,17 @@ public final class ImportRequest {
                 Py.decRef(method);
             }
         });
+    }
+
+    /** {@code method(**kwargs)}, releasing {@code kwargs} (which may be NULL); NULL with an error set on failure. */
+    private static MemorySegment call(MemorySegment method, MemorySegment kwargs) throws Throwable {
+        try {
+            return (MemorySegment) CApi.PyObject_Call.invokeExact(method, emptyTuple(), kwargs);
+        } finally {
+            if (kwargs.address() != 0) {
+                Py.decRef(kwargs);
+            }
+        }
     }
 
     private static final MemorySegment DUNDER_DLPACK = java.lang.foreign.Arena.global().allocateFrom("__dlpack__");
