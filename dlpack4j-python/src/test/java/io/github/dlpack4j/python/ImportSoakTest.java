@@ -22,7 +22,7 @@ class ImportSoakTest {
         try (PyObject a = PY.getGlobal("soak_a"); PyObject t = PY.getGlobal("soak_t")) {
             long refsA = refcount("soak_a");
             long refsT = refcount("soak_t");
-            run(a, t, 100_000); // warm-up: JIT, caches, heap
+            run(a, t, 1_000_000); // warm-up: JIT, caches, the Java heap and the malloc arenas of 4 threads
             long rssBefore = rssKiB() - javaCommittedKiB();
             run(a, t, 1_000_000);
             long rssAfter = rssKiB() - javaCommittedKiB();
