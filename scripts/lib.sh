@@ -96,5 +96,5 @@ ensure_python_envs() {
   ensure_venv .venv python/requirements.txt
   ensure_venv .venv-legacy python/requirements-legacy.txt
   # Python hosting the JVM: Debian's python3 with JPype (AttachTest).
-  ensure_debian_packages python3 python3-jpype
+  ensure_debian_packages python3 python3-jpype gcc   # gcc: AbiMatchesTheCHeaderTest compiles against dlpack.h
 }
