@@ -23,10 +23,12 @@ final class Capsules {
     /** Runs a producer's deleter holding the GIL (which CPython producers need); after shutdown began, leaks. */
     static final Executor UNDER_GIL = task -> {
         if (!Python.isShuttingDown()) {
-            Gil.with(() -> {
+            int g = Gil.acquire();
+            try {
                 task.run();
-                return null;
-            });
+            } finally {
+                Gil.release(g);
+            }
         }
     };
 

@@ -88,9 +88,19 @@ public final class ExchangeApi {
         });
     }
 
+    /** The type most recently looked up and its table (or null): imports usually repeat a type. */
+    private record LastLookup(long type, ExchangeApi api) {}
+
+    private static volatile LastLookup last = new LastLookup(0, null);
+
     /** {@link #fromObject} for a borrowed object pointer, with the GIL held; null if there is none. */
     static ExchangeApi forObject(MemorySegment obj) throws Throwable {
         MemorySegment type = Py.check((MemorySegment) CApi.PyObject_Type.invokeExact(obj));
+        LastLookup l = last;
+        if (l.type() == type.address()) {
+            Py.decRef(type); // the cache holds the type alive, so its address cannot be reused
+            return l.api();
+        }
         Optional<ExchangeApi> cached = BY_TYPE.get(type.address());
         if (cached == null) {
             try (PyObject t = PyObject.steal(type)) {
@@ -100,6 +110,9 @@ public final class ExchangeApi {
             }
         }
         Py.decRef(type);
+        if (cached.isPresent()) {
+            last = new LastLookup(type.address(), cached.get());
+        }
         return cached.orElse(null);
     }
 
@@ -155,23 +168,31 @@ public final class ExchangeApi {
      * a fresh {@code DLManagedTensorVersioned}, with the producer's stream at the time.
      */
     public ExchangeTensor importNoSync(PyObject obj) {
-        return Gil.with(() -> {
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment out = arena.allocate(ADDRESS);
-                int status = (int) TWO_POINTER_INVOKER.invokeExact(
-                        table.get(ADDRESS, DLPackExchangeAPI.MANAGED_TENSOR_FROM_PY_OBJECT_NO_SYNC), obj.borrow(), out);
-                Py.check(status);
-                ManagedTensor m = ManagedTensor.adoptVersioned(out.get(ADDRESS, 0), Capsules.UNDER_GIL);
-                long stream;
-                try {
-                    stream = currentWorkStream(m.tensor().device());
-                } catch (RuntimeException e) {
-                    m.close();
-                    throw e;
-                }
-                return new ExchangeTensor(m, stream);
-            }
-        });
+        return Gil.with(() -> importNoSync(obj.borrow()));
+    }
+
+    /** A pointer-sized out-parameter per thread, instead of an arena per call. */
+    private static final ThreadLocal<MemorySegment> OUT = ThreadLocal.withInitial(() -> Arena.global().allocate(ADDRESS));
+
+    /** {@link #importNoSync(PyObject)} with the GIL held. */
+    ExchangeTensor importNoSync(MemorySegment obj) throws Throwable {
+        MemorySegment out = OUT.get();
+        int status = (int) TWO_POINTER_INVOKER.invokeExact(
+                table.get(ADDRESS, DLPackExchangeAPI.MANAGED_TENSOR_FROM_PY_OBJECT_NO_SYNC), obj, out);
+        Py.check(status);
+        ManagedTensor m = ManagedTensor.adoptVersioned(out.get(ADDRESS, 0), Capsules.UNDER_GIL);
+        Device device = m.tensor().device();
+        if (device.type() == io.github.dlpack4j.DeviceType.CPU) {
+            return new ExchangeTensor(m, 0); // CPU work has no stream (DLPack: NULL on CPU)
+        }
+        long stream;
+        try {
+            stream = currentWorkStream(device);
+        } catch (RuntimeException e) {
+            m.close();
+            throw e;
+        }
+        return new ExchangeTensor(m, stream);
     }
 
     /**

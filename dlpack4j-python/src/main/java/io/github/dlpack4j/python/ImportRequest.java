@@ -110,7 +110,7 @@ public final class ImportRequest {
             if (!Boolean.TRUE.equals(copy) && target == null) {
                 ExchangeApi api = ExchangeApi.forObject(o);
                 if (api != null) {
-                    ExchangeTensor e = api.importNoSync(source);
+                    ExchangeTensor e = api.importNoSync(o);
                     if (e.producerStream() == 0 || stream.waitFor(e.producerStream())) {
                         path = ImportPath.EXCHANGE_API;
                         return e.tensor();
@@ -185,6 +185,21 @@ public final class ImportRequest {
         if (!modern && streamArg == null) {
             return MemorySegment.NULL;
         }
+        if (modern && streamArg == null && copy == null && target == null) {
+            // The common request, {max_version: (1, 3)}: one dict for all calls (callees do not
+            // change their kwargs), returned as a new reference like the others.
+            if (plainKwargs == null) {
+                plainKwargs = kwargsDict(null, true);
+            }
+            Py.incRef(plainKwargs);
+            return plainKwargs;
+        }
+        return kwargsDict(streamArg, modern);
+    }
+
+    private static MemorySegment plainKwargs;
+
+    private MemorySegment kwargsDict(Long streamArg, boolean modern) throws Throwable {
         MemorySegment dict = Py.check((MemorySegment) CApi.PyDict_New.invokeExact());
         if (streamArg != null) {
             putItem(dict, "stream", Convert.toPython(streamArg));
