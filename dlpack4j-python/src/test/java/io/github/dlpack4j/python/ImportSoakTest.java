@@ -3,8 +3,6 @@ package io.github.dlpack4j.python;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.dlpack4j.ManagedTensor;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -23,9 +21,9 @@ class ImportSoakTest {
             long refsA = refcount("soak_a");
             long refsT = refcount("soak_t");
             run(a, t, 1_000_000); // warm-up: JIT, caches, the Java heap and the malloc arenas of 4 threads
-            long rssBefore = rssKiB() - javaCommittedKiB();
+            long rssBefore = ProcessMemory.nativeResidentKiB();
             run(a, t, 1_000_000);
-            long rssAfter = rssKiB() - javaCommittedKiB();
+            long rssAfter = ProcessMemory.nativeResidentKiB();
             // Each import holds a reference to its producer object until its deleter runs.
             assertThat(refcount("soak_a")).as("numpy array references after every deleter ran").isEqualTo(refsA);
             assertThat(refcount("soak_t")).as("torch tensor references after every deleter ran").isEqualTo(refsT);
@@ -64,20 +62,5 @@ class ImportSoakTest {
         try (PyObject n = PY.eval("sys.getrefcount(" + name + ")")) {
             return n.asLong();
         }
-    }
-
-    private static long javaCommittedKiB() {
-        System.gc();
-        var memory = java.lang.management.ManagementFactory.getMemoryMXBean();
-        return (memory.getHeapMemoryUsage().getCommitted() + memory.getNonHeapMemoryUsage().getCommitted()) / 1024;
-    }
-
-    private static long rssKiB() throws Exception {
-        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-            if (line.startsWith("VmRSS:")) {
-                return Long.parseLong(line.replaceAll("[^0-9]", ""));
-            }
-        }
-        throw new IllegalStateException("no VmRSS");
     }
 }

@@ -3,8 +3,6 @@ package io.github.dlpack4j.python;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 
 class SoakTest {
@@ -16,10 +14,10 @@ class SoakTest {
         try (PyObject ident = PY.getGlobal("ident"); PyObject gcModule = PY.importModule("gc")) {
             cycles(ident, 1_000_000); // warm up: JIT, caches, the Java heap growing to its working size
             long objectsBefore = objectCount(gcModule);
-            long rssBefore = rssKiB() - javaCommittedKiB();
+            long rssBefore = ProcessMemory.nativeResidentKiB();
             cycles(ident, 1_000_000);
             long objectsAfter = objectCount(gcModule);
-            long rssAfter = rssKiB() - javaCommittedKiB();
+            long rssAfter = ProcessMemory.nativeResidentKiB();
             // Bounds: at most 100 more tracked Python objects, and at most 32 MiB more resident memory
             // outside the Java heap (a leak of one 32-byte Python object per cycle would be 30 MiB,
             // of one str with its PyObject far more).
@@ -43,21 +41,5 @@ class SoakTest {
              PyObject n = objects.callMethod("__len__")) {
             return n.asLong();
         }
-    }
-
-    /** What the JVM has committed for its heap and its own non-heap pools, which RSS includes. */
-    private static long javaCommittedKiB() {
-        System.gc();
-        var memory = java.lang.management.ManagementFactory.getMemoryMXBean();
-        return (memory.getHeapMemoryUsage().getCommitted() + memory.getNonHeapMemoryUsage().getCommitted()) / 1024;
-    }
-
-    private static long rssKiB() throws IOException {
-        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-            if (line.startsWith("VmRSS:")) {
-                return Long.parseLong(line.replaceAll("[^0-9]", ""));
-            }
-        }
-        throw new IllegalStateException("no VmRSS");
     }
 }
