@@ -1,10 +1,17 @@
 package io.github.dlpack4j.python;
 
+import io.github.dlpack4j.Device;
+import io.github.dlpack4j.DeviceType;
 import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.DlpackFlags;
 import io.github.dlpack4j.ManagedTensor;
+import io.github.dlpack4j.abi.DLDevice;
+import io.github.dlpack4j.abi.DLManagedTensor;
+import io.github.dlpack4j.abi.DLManagedTensorVersioned;
+import io.github.dlpack4j.abi.DLTensor;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.concurrent.Executor;
 
 /**
@@ -53,6 +60,25 @@ final class Capsules {
                 return null;
             }
             return n.reinterpret(256).getString(0);
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        }
+    }
+
+    /** The device of the tensor in an unconsumed DLPack capsule, read without taking ownership. */
+    static Device peekDevice(MemorySegment capsule) {
+        String name = name(capsule);
+        boolean versioned = "dltensor_versioned".equals(name);
+        if (!versioned && !"dltensor".equals(name)) {
+            throw new DlpackException("a capsule named '" + name + "' holds no DLPack tensor to ask for its device");
+        }
+        try {
+            MemorySegment expected = versioned ? VERSIONED : LEGACY;
+            MemorySegment ptr = Py.check((MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(capsule, expected));
+            long dl = versioned ? DLManagedTensorVersioned.DL_TENSOR : DLManagedTensor.DL_TENSOR;
+            MemorySegment s = ptr.reinterpret(dl + DLTensor.SIZE);
+            return new Device(DeviceType.of(s.get(ValueLayout.JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_TYPE)),
+                    s.get(ValueLayout.JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_ID));
         } catch (Throwable t) {
             throw Py.unchecked(t);
         }

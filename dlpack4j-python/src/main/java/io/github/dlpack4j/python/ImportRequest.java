@@ -6,9 +6,7 @@ import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.DlpackVersion;
 import io.github.dlpack4j.ManagedTensor;
 import java.lang.foreign.MemorySegment;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -55,7 +53,7 @@ public final class ImportRequest {
         return Gil.with(() -> {
             MemorySegment o = source.borrow();
             if (Capsules.isCapsule(o)) {
-                return Device.CPU; // a bare capsule carries no cheaper way to ask; DLPack capsules on CPU are the norm
+                return Capsules.peekDevice(o);
             }
             if (!source.hasAttr("__dlpack_device__")) {
                 throw new DlpackException("object of type " + typeName() + " has no __dlpack_device__");

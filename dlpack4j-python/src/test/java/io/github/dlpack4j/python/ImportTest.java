@@ -143,6 +143,7 @@ class ImportTest {
         PY.exec("cap = np.arange(4.0).__dlpack__(max_version=(1, 0))");
         try (PyObject cap = PY.getGlobal("cap")) {
             ImportRequest r = ImportRequest.of(cap);
+            assertThat(r.device()).isEqualTo(Device.CPU);
             try (ManagedTensor m = r.importTensor()) {
                 assertThat(r.path()).isEqualTo(ImportPath.CAPSULE);
                 assertThat(m.tensor().toDoubleArray()).containsExactly(0, 1, 2, 3);
