@@ -180,7 +180,9 @@ public final class ExchangeApi {
         int status = (int) TWO_POINTER_INVOKER.invokeExact(
                 table.get(ADDRESS, DLPackExchangeAPI.MANAGED_TENSOR_FROM_PY_OBJECT_NO_SYNC), obj, out);
         Py.check(status);
-        ManagedTensor m = ManagedTensor.adoptVersioned(out.get(ADDRESS, 0), Capsules.UNDER_GIL);
+        // No GIL around this deleter: exchange-API producers are native libraries whose deleters
+        // take the GIL themselves when they need it (DLPack 1.3), and torch's does not need it.
+        ManagedTensor m = ManagedTensor.adoptVersioned(out.get(ADDRESS, 0));
         Device device = m.tensor().device();
         if (device.type() == io.github.dlpack4j.DeviceType.CPU) {
             return new ExchangeTensor(m, 0); // CPU work has no stream (DLPack: NULL on CPU)
