@@ -18,7 +18,6 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Java tensors handed out as managed structs, and the one deleter that takes them back.
@@ -32,7 +31,6 @@ final class Exports {
     private record Export(long address, MemoryOwner memory, long blockSize) {}
 
     private static final ExportRegistry<Export> LIVE = new ExportRegistry<>();
-    private static final AtomicLong STRAY_DELETES = new AtomicLong();
 
     /** {@code void deleter(DLManagedTensor[Versioned]* self)}: the same for both ABIs. */
     static final MemorySegment DELETER;
@@ -132,8 +130,7 @@ final class Exports {
 
     /**
      * Releases the export at {@code address}: frees the struct and drops its hold on the memory.
-     * An address that is not a live export (a consumer calling the deleter twice) is counted and
-     * otherwise ignored.
+     * An address that is not a live export (a consumer calling the deleter twice) is ignored.
      */
     static void delete(long address) {
         // One deleter serves both ABIs, whose manager_ctx sits at different offsets: take the
@@ -146,8 +143,7 @@ final class Exports {
             e = recordAt(slot, address);
         }
         if (e == null || !LIVE.remove((int) slot, e)) {
-            STRAY_DELETES.incrementAndGet();
-            return;
+            return; // not a live export of ours (a consumer calling the deleter twice): nothing to free
         }
         NativeMemory.free(self, e.blockSize());
         e.memory().release();
@@ -164,9 +160,5 @@ final class Exports {
 
     static int liveCount() {
         return LIVE.size();
-    }
-
-    static long strayDeletes() {
-        return STRAY_DELETES.get();
     }
 }

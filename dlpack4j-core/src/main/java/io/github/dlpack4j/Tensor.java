@@ -473,27 +473,17 @@ public final class Tensor implements AutoCloseable {
         if (dtype.equals(DataType.FLOAT64) && isContiguous()) {
             return bulk(out, JAVA_DOUBLE_UNALIGNED);
         }
-        MemoryOwner m = enterRead();
-        try {
-            forEachPosition((i, pos) -> out[(int) i] = access.getDouble(m.base, pos));
-        } finally {
-            m.exit();
-        }
+        readEach((i, pos) -> out[(int) i] = access.getDouble(memory.base, pos));
         return out;
     }
 
     /** Every complex element as interleaved (real, imaginary) pairs, in row-major order. */
     public double[] toComplexArray() {
         double[] out = new double[arrayLength(2)];
-        MemoryOwner m = enterRead();
-        try {
-            forEachPosition((i, pos) -> {
-                out[(int) (2 * i)] = access.getDouble(m.base, pos);
-                out[(int) (2 * i + 1)] = access.getImag(m.base, pos);
-            });
-        } finally {
-            m.exit();
-        }
+        readEach((i, pos) -> {
+            out[(int) (2 * i)] = access.getDouble(memory.base, pos);
+            out[(int) (2 * i + 1)] = access.getImag(memory.base, pos);
+        });
         return out;
     }
 
@@ -503,12 +493,7 @@ public final class Tensor implements AutoCloseable {
         if (dtype.equals(DataType.FLOAT32) && isContiguous()) {
             return bulk(out, JAVA_FLOAT_UNALIGNED);
         }
-        MemoryOwner m = enterRead();
-        try {
-            forEachPosition((i, pos) -> out[(int) i] = (float) access.getDouble(m.base, pos));
-        } finally {
-            m.exit();
-        }
+        readEach((i, pos) -> out[(int) i] = (float) access.getDouble(memory.base, pos));
         return out;
     }
 
@@ -518,12 +503,7 @@ public final class Tensor implements AutoCloseable {
         if (dtype.equals(DataType.INT64) && isContiguous()) {
             return bulk(out, JAVA_LONG_UNALIGNED);
         }
-        MemoryOwner m = enterRead();
-        try {
-            forEachPosition((i, pos) -> out[(int) i] = access.getLong(m.base, pos));
-        } finally {
-            m.exit();
-        }
+        readEach((i, pos) -> out[(int) i] = access.getLong(memory.base, pos));
         return out;
     }
 
@@ -533,12 +513,7 @@ public final class Tensor implements AutoCloseable {
         if (dtype.equals(DataType.INT32) && isContiguous()) {
             return bulk(out, JAVA_INT_UNALIGNED);
         }
-        MemoryOwner m = enterRead();
-        try {
-            forEachPosition((i, pos) -> out[(int) i] = (int) access.getLong(m.base, pos));
-        } finally {
-            m.exit();
-        }
+        readEach((i, pos) -> out[(int) i] = (int) access.getLong(memory.base, pos));
         return out;
     }
 
@@ -548,12 +523,7 @@ public final class Tensor implements AutoCloseable {
         if (dtype.equals(DataType.INT16) && isContiguous()) {
             return bulk(out, JAVA_SHORT_UNALIGNED);
         }
-        MemoryOwner m = enterRead();
-        try {
-            forEachPosition((i, pos) -> out[(int) i] = (short) access.getLong(m.base, pos));
-        } finally {
-            m.exit();
-        }
+        readEach((i, pos) -> out[(int) i] = (short) access.getLong(memory.base, pos));
         return out;
     }
 
@@ -563,12 +533,7 @@ public final class Tensor implements AutoCloseable {
         if (dtype.equals(DataType.UINT16) && isContiguous()) {
             return bulk(out, ValueLayout.JAVA_CHAR_UNALIGNED);
         }
-        MemoryOwner m = enterRead();
-        try {
-            forEachPosition((i, pos) -> out[(int) i] = (char) access.getLong(m.base, pos));
-        } finally {
-            m.exit();
-        }
+        readEach((i, pos) -> out[(int) i] = (char) access.getLong(memory.base, pos));
         return out;
     }
 
@@ -578,24 +543,14 @@ public final class Tensor implements AutoCloseable {
         if ((dtype.equals(DataType.INT8) || dtype.equals(DataType.UINT8)) && isContiguous()) {
             return bulk(out, JAVA_BYTE);
         }
-        MemoryOwner m = enterRead();
-        try {
-            forEachPosition((i, pos) -> out[(int) i] = (byte) access.getLong(m.base, pos));
-        } finally {
-            m.exit();
-        }
+        readEach((i, pos) -> out[(int) i] = (byte) access.getLong(memory.base, pos));
         return out;
     }
 
     /** Every element as a boolean (non-zero), in row-major order. */
     public boolean[] toBooleanArray() {
         boolean[] out = new boolean[arrayLength(1)];
-        MemoryOwner m = enterRead();
-        try {
-            forEachPosition((i, pos) -> out[(int) i] = access.getDouble(m.base, pos) != 0 || access.getImag(m.base, pos) != 0);
-        } finally {
-            m.exit();
-        }
+        readEach((i, pos) -> out[(int) i] = access.getDouble(memory.base, pos) != 0 || access.getImag(memory.base, pos) != 0);
         return out;
     }
 
@@ -900,6 +855,16 @@ public final class Tensor implements AutoCloseable {
     @FunctionalInterface
     interface PositionVisitor {
         void visit(long index, long position);
+    }
+
+    /** Visits every element in row-major order, holding the memory open meanwhile. */
+    private void readEach(PositionVisitor v) {
+        MemoryOwner m = enterRead();
+        try {
+            forEachPosition(v);
+        } finally {
+            m.exit();
+        }
     }
 
     /** Visits every element in row-major order; the caller holds {@link MemoryOwner#enter()}. */

@@ -50,14 +50,10 @@ final class CApi {
 
     // Life cycle and threads
     static final MethodHandle Py_InitializeEx = fn("Py_InitializeEx", FunctionDescriptor.ofVoid(JAVA_INT));
-    static final MethodHandle Py_IsInitialized = fn("Py_IsInitialized", FunctionDescriptor.of(JAVA_INT));
     static final MethodHandle PyGILState_Ensure = fn("PyGILState_Ensure", FunctionDescriptor.of(JAVA_INT));
     static final MethodHandle PyGILState_Release = fn("PyGILState_Release", FunctionDescriptor.ofVoid(JAVA_INT));
     static final MethodHandle PyGILState_Check = fn("PyGILState_Check", FunctionDescriptor.of(JAVA_INT));
-    static final MethodHandle PyGILState_GetThisThreadState = fn("PyGILState_GetThisThreadState",
-            FunctionDescriptor.of(ADDRESS));
     static final MethodHandle PyEval_SaveThread = fn("PyEval_SaveThread", FunctionDescriptor.of(ADDRESS));
-    static final MethodHandle PyEval_RestoreThread = fn("PyEval_RestoreThread", V_P);
 
     // References
     static final MethodHandle Py_IncRef = fn("Py_IncRef", V_P);
@@ -69,7 +65,6 @@ final class CApi {
     static final MethodHandle PyImport_AddModule = fn("PyImport_AddModule", P_P);
     static final MethodHandle PyImport_ImportModule = fn("PyImport_ImportModule", P_P);
     static final MethodHandle PyModule_GetDict = fn("PyModule_GetDict", P_P);
-    static final MethodHandle PyEval_GetBuiltins = fn("PyEval_GetBuiltins", FunctionDescriptor.of(ADDRESS));
 
     // Objects
     static final MethodHandle PyObject_GetAttrString = fn("PyObject_GetAttrString", P_PP);
@@ -83,15 +78,10 @@ final class CApi {
     static final MethodHandle PyObject_IsTrue = fn("PyObject_IsTrue", I_P);
     static final MethodHandle PyObject_Type = fn("PyObject_Type", P_P);
     static final MethodHandle PyObject_GetItem = fn("PyObject_GetItem", P_PP);
-    static final MethodHandle PyObject_RichCompareBool = fn("PyObject_RichCompareBool",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
-    static final MethodHandle PyCallable_Check = fn("PyCallable_Check", I_P);
 
     // Numbers, strings, bytes
     static final MethodHandle PyLong_FromLongLong = fn("PyLong_FromLongLong", FunctionDescriptor.of(ADDRESS, JAVA_LONG));
     static final MethodHandle PyLong_AsLongLong = fn("PyLong_AsLongLong", FunctionDescriptor.of(JAVA_LONG, ADDRESS));
-    static final MethodHandle PyLong_AsVoidPtr = fn("PyLong_AsVoidPtr", P_P);
-    static final MethodHandle PyLong_FromVoidPtr = fn("PyLong_FromVoidPtr", P_P);
     static final MethodHandle PyFloat_FromDouble = fn("PyFloat_FromDouble", FunctionDescriptor.of(ADDRESS, JAVA_DOUBLE));
     static final MethodHandle PyFloat_AsDouble = fn("PyFloat_AsDouble", FunctionDescriptor.of(JAVA_DOUBLE, ADDRESS));
     static final MethodHandle PyBool_FromLong = fn("PyBool_FromLong", FunctionDescriptor.of(ADDRESS, JAVA_LONG));
@@ -123,7 +113,6 @@ final class CApi {
             FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS));
     static final MethodHandle PyErr_Restore = fn("PyErr_Restore", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS));
     static final MethodHandle PyErr_SetString = fn("PyErr_SetString", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
-    static final MethodHandle PyErr_SetObject = fn("PyErr_SetObject", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
     static final MethodHandle PyErr_Clear = fn("PyErr_Clear", FunctionDescriptor.ofVoid());
     static final MethodHandle PyException_SetTraceback = fn("PyException_SetTraceback", I_PP);
 
@@ -141,7 +130,6 @@ final class CApi {
     static final int Py_file_input = 257;
     static final int Py_eval_input = 258;
     static final int METH_VARARGS = 0x0001;
-    static final int METH_KEYWORDS = 0x0002;
 
     private CApi() {}
 }

@@ -78,10 +78,6 @@ final class JavaFunctions {
         }
     }
 
-    static int liveCount() {
-        return FUNCTIONS.size();
-    }
-
     /** The upcall, with the GIL held: nothing thrown here may reach C, or the JVM dies. */
     private static MemorySegment invoke(MemorySegment self, MemorySegment args) {
         try {

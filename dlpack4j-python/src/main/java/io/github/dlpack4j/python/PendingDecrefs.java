@@ -57,12 +57,6 @@ final class PendingDecrefs {
         spare = batch;
     }
 
-    static int size() {
-        synchronized (LOCK) {
-            return size;
-        }
-    }
-
     private static void flushLoop() {
         while (true) {
             LockSupport.parkNanos(FLUSH_DELAY_NANOS); // callers usually drain it for free first

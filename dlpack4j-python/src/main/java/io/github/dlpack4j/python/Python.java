@@ -51,19 +51,11 @@ public final class Python {
      *                               no shared library
      */
     public static Python start() {
-        Python p = instance;
-        if (p != null) {
-            return p;
-        }
-        synchronized (LOCK) {
-            if (instance == null) {
-                checkNativeAccess();
-                PythonLocator located = PythonLocator.locate(PythonLocator.configuredExecutable());
-                NativeLibrary.bindPython(NativeLibrary.loadGlobal(located.library()));
-                instance = initialize(located);
-            }
-            return instance;
-        }
+        return once(() -> {
+            PythonLocator located = PythonLocator.locate(PythonLocator.configuredExecutable());
+            NativeLibrary.bindPython(NativeLibrary.loadGlobal(located.library()));
+            return initialize(located);
+        });
     }
 
     /**
@@ -73,6 +65,11 @@ public final class Python {
      * @throws IllegalStateException if no initialised CPython is loaded in the process
      */
     public static Python attach() {
+        return once(Python::attachToProcess);
+    }
+
+    /** The process's one interpreter: {@code make} runs once, under the lock, after the access check. */
+    private static Python once(java.util.function.Supplier<Python> make) {
         Python p = instance;
         if (p != null) {
             return p;
@@ -80,30 +77,30 @@ public final class Python {
         synchronized (LOCK) {
             if (instance == null) {
                 checkNativeAccess();
-                var process = NativeLibrary.process();
-                MemorySegment isInit = process.find("Py_IsInitialized").orElseThrow(() -> new IllegalStateException(
-                        "no CPython in this process to attach to; use Python.start() to embed one"));
-                MethodHandle h = Linker.nativeLinker().downcallHandle(isInit, FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT));
-                try {
-                    if ((int) h.invokeExact() == 0) {
-                        throw new IllegalStateException("CPython is loaded in this process but not initialised; use Python.start()");
-                    }
-                } catch (RuntimeException e) {
-                    throw e;
-                } catch (Throwable t) {
-                    throw new IllegalStateException(t);
-                }
-                NativeLibrary.bindPython(process);
-                int g = Gil.acquire();
-                try {
-                    instance = new Python(sysString("version"), sysString("executable"), mainGlobals());
-                } finally {
-                    Gil.release(g);
-                }
-                installShutdownHook();
+                instance = make.get();
             }
             return instance;
         }
+    }
+
+    private static Python attachToProcess() {
+        var process = NativeLibrary.process();
+        MemorySegment isInit = process.find("Py_IsInitialized").orElseThrow(() -> new IllegalStateException(
+                "no CPython in this process to attach to; use Python.start() to embed one"));
+        MethodHandle h = Linker.nativeLinker().downcallHandle(isInit, FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT));
+        try {
+            if ((int) h.invokeExact() == 0) {
+                throw new IllegalStateException("CPython is loaded in this process but not initialised; use Python.start()");
+            }
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+        NativeLibrary.bindPython(process);
+        Python p = Gil.with(() -> new Python(sysString("version"), sysString("executable"), mainGlobals()));
+        installShutdownHook();
+        return p;
     }
 
     private static void checkNativeAccess() {
