@@ -43,7 +43,7 @@ import java.util.Objects;
  * Tensors are safe to read from several threads; concurrent writes to the same element are a race
  * in the data, as in C, but never a crash.
  */
-public final class Tensor implements AutoCloseable {
+public final class Tensor implements AutoCloseable, DlpackExporter {
     private static final int PREVIEW_THRESHOLD = 1000;
     private static final int PREVIEW_EDGE = 3;
     private static final Map<Class<? extends Buffer>, DataType> BUFFER_TYPES = Map.of(
@@ -54,10 +54,19 @@ public final class Tensor implements AutoCloseable {
     /** The open/closed state shared by an owning tensor and all views made from it. */
     static final class Handle {
         private volatile boolean closed;
-        private final Cleaner.Cleanable hold;
+        private Cleaner.Cleanable hold;
 
         Handle(Cleaner.Cleanable hold) {
             this.hold = hold;
+        }
+
+        private Handle() {}
+
+        /** A handle holding one more reference to {@code memory}, released by close or once unreachable. */
+        static Handle holding(MemoryOwner memory) {
+            Handle h = new Handle();
+            h.hold = MemoryOwner.CLEANER.register(h, memory::release);
+            return h;
         }
 
         /** Closes once; returns whether this call closed it. */
@@ -282,6 +291,40 @@ public final class Tensor implements AutoCloseable {
     /** Whether sub-byte elements are padded to one byte each instead of packed. */
     public boolean isSubBytePadded() {
         return paddedSubByte;
+    }
+
+    /**
+     * The flags its exports carry: {@link DlpackFlags#READ_ONLY} for a read-only tensor,
+     * {@link DlpackFlags#IS_SUBBYTE_TYPE_PADDED} for padded sub-byte data.
+     */
+    @Override
+    public long flags() {
+        return (readOnly ? DlpackFlags.READ_ONLY : 0) | (paddedSubByte ? DlpackFlags.IS_SUBBYTE_TYPE_PADDED : 0);
+    }
+
+    /**
+     * A fresh managed struct for {@code request}: versioned or legacy as it asks, sharing this
+     * tensor's memory, or, for {@code copy=TRUE}, a compact copy marked {@link DlpackFlags#IS_COPIED}.
+     *
+     * @throws DlpackException       if the request names another device or a stream (CPU memory has
+     *                               none), or asks the legacy ABI for read-only or padded data
+     * @throws IllegalStateException if the tensor is closed
+     */
+    @Override
+    public MemorySegment export(ExportRequest request) {
+        if (request.device() != null && !request.device().equals(device)) {
+            throw new DlpackException("the tensor is on " + device + ", not " + request.device()
+                    + " (dlpack4j does not copy between devices)");
+        }
+        if (request.stream() != null) {
+            throw new DlpackException("a " + device + " tensor takes no stream (got " + request.stream() + ")");
+        }
+        if (Boolean.TRUE.equals(request.copy())) {
+            try (Tensor c = copy()) {
+                return Exports.export(c, request.versioned(), request.versioned() ? DlpackFlags.IS_COPIED : 0);
+            }
+        }
+        return Exports.export(this, request.versioned(), 0);
     }
 
     /** Whether {@link #close()} was called on this tensor or on the tensor it is a view of. */
@@ -703,6 +746,22 @@ public final class Tensor implements AutoCloseable {
     /** A view that refuses writes. */
     public Tensor readOnly() {
         return view(offset, shape.clone(), strides.clone(), true);
+    }
+
+    /**
+     * A second owning handle to the same view of the same memory: the memory stays allocated until
+     * this handle, the original owner and every export have let go, in any order. For containers
+     * that must keep a tensor beyond its creator's {@link #close()} (the Python object that
+     * {@code PythonDlpack.toPython} makes holds one). The caller closes it; a cleaner releases it if
+     * it becomes unreachable first.
+     *
+     * @throws IllegalStateException if the tensor is closed
+     */
+    public Tensor share() {
+        checkOpen();
+        memory.retain(); // throws if the memory was released meanwhile
+        return new Tensor(memory, Handle.holding(memory), true, offset, shape, strides, dtype, device, readOnly,
+                paddedSubByte);
     }
 
     /** A new owning, compact, writable copy of the elements (the caller closes it). */
