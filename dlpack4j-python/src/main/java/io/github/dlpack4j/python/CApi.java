@@ -124,12 +124,24 @@ final class CApi {
     static final MethodHandle PyCapsule_SetName = fn("PyCapsule_SetName", I_PP);
     static final MethodHandle PyCapsule_IsValid = fn("PyCapsule_IsValid", I_PP);
 
+    // Types made at run time, and what their methods read
+    static final MethodHandle PyType_FromSpec = fn("PyType_FromSpec", P_P);
+    static final MethodHandle PyType_GenericAlloc = fn("PyType_GenericAlloc", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG));
+    static final MethodHandle PyTuple_Size = fn("PyTuple_Size", FunctionDescriptor.of(JAVA_LONG, ADDRESS));
+    static final MethodHandle PyTuple_GetItem = fn("PyTuple_GetItem", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG));
+    static final MethodHandle PyUnicode_InternFromString = fn("PyUnicode_InternFromString", P_P);
+    static final MethodHandle PyUnicode_CompareWithASCIIString = fn("PyUnicode_CompareWithASCIIString", I_PP);
+    static final MethodHandle PyErr_WriteUnraisable = fn("PyErr_WriteUnraisable", V_P);
+
     /** {@code PyObject_CallNoArgs}, new in 3.9 as a function; null where it is only a macro. */
     static final MethodHandle PyObject_CallNoArgs = optional("PyObject_CallNoArgs", P_P);
 
     static final int Py_file_input = 257;
     static final int Py_eval_input = 258;
     static final int METH_VARARGS = 0x0001;
+    static final int METH_KEYWORDS = 0x0002;
+    static final int METH_NOARGS = 0x0004;
+    static final int METH_FASTCALL = 0x0080;
 
     private CApi() {}
 }

@@ -9,15 +9,22 @@ import io.github.dlpack4j.abi.DLDevice;
 import io.github.dlpack4j.abi.DLManagedTensor;
 import io.github.dlpack4j.abi.DLManagedTensorVersioned;
 import io.github.dlpack4j.abi.DLTensor;
+import io.github.dlpack4j.abi.DLPackExchangeAPI;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.Executor;
 
 /**
  * DLPack capsules, consumed once: a {@code dltensor_versioned} or {@code dltensor} capsule is renamed
  * {@code used_dltensor_versioned} / {@code used_dltensor} when Java takes ownership, so that neither
- * the producer's capsule destructor nor a second consumer touches the tensor again. Needs the GIL.
+ * the producer's capsule destructor nor a second consumer touches the tensor again; and the capsules
+ * Java's own exports travel in, whose destructor deletes a tensor nobody consumed. Needs the GIL.
  */
 final class Capsules {
     /** Capsule names must outlive the capsules: static, in the global arena. */
@@ -39,7 +46,67 @@ final class Capsules {
         }
     };
 
+    /** {@code void destructor(PyObject* capsule)} for the capsules Java exports make: single upcall. */
+    private static final MemorySegment DESTRUCTOR;
+    private static final MethodHandle CALL_DELETER = Linker.nativeLinker().downcallHandle(DLPackExchangeAPI.DELETER_FN);
+
+    static {
+        try {
+            DESTRUCTOR = Linker.nativeLinker().upcallStub(MethodHandles.lookup().findStatic(Capsules.class, "destroy",
+                    MethodType.methodType(void.class, MemorySegment.class)), FunctionDescriptor.ofVoid(ValueLayout.ADDRESS),
+                    Arena.global());
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private Capsules() {}
+
+    /**
+     * A new {@code dltensor_versioned} (or {@code dltensor}) capsule owning {@code managed}. If Python
+     * collects it unconsumed, its destructor calls the tensor's deleter; a consumer renames it to
+     * {@code used_*} and becomes the owner. If no capsule can be made, the deleter runs at once.
+     * Needs the GIL.
+     */
+    static MemorySegment wrap(MemorySegment managed, boolean versioned) throws Throwable {
+        MemorySegment name = versioned ? VERSIONED : LEGACY;
+        MemorySegment capsule = (MemorySegment) CApi.PyCapsule_New.invokeExact(managed, name, DESTRUCTOR);
+        if (capsule.address() == 0) {
+            callDeleter(managed, versioned);
+            throw Py.fetchError();
+        }
+        return capsule;
+    }
+
+    /** Calls the deleter of a managed struct, if it has one. */
+    static void callDeleter(MemorySegment managed, boolean versioned) throws Throwable {
+        long at = versioned ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER;
+        MemorySegment deleter = managed.reinterpret(at + ValueLayout.ADDRESS.byteSize()).get(ValueLayout.ADDRESS, at);
+        if (deleter.address() != 0) {
+            CALL_DELETER.invokeExact(deleter, managed);
+        }
+    }
+
+    /**
+     * The destructor of exported capsules, run by Python with the GIL: deletes the tensor unless a
+     * consumer renamed the capsule (took ownership). Never throws into C, and leaves any exception
+     * that is being raised as it is.
+     */
+    private static void destroy(MemorySegment capsule) {
+        try {
+            MemorySegment name = (MemorySegment) CApi.PyCapsule_GetName.invokeExact(capsule);
+            boolean versioned = name.address() == VERSIONED.address();
+            if (!versioned && name.address() != LEGACY.address()) {
+                return; // consumed: the consumer owns the tensor now
+            }
+            MemorySegment managed = (MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(capsule, name);
+            if (managed.address() != 0) {
+                callDeleter(managed, versioned);
+            }
+        } catch (Throwable ignored) {
+            // Nothing may reach C; a deleter that failed leaks its tensor, which is all that is left to lose.
+        }
+    }
 
     static boolean isCapsule(MemorySegment o) {
         try {

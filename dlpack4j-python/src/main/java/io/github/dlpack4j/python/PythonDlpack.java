@@ -1,16 +1,23 @@
 package io.github.dlpack4j.python;
 
+import io.github.dlpack4j.DlpackExporter;
 import io.github.dlpack4j.ManagedTensor;
+import io.github.dlpack4j.Tensor;
 
 /**
- * The DLPack Python protocol from Java: the one-step import of any object that speaks DLPack
- * (NumPy, PyTorch, JAX arrays and capsules). For device and stream negotiation use
- * {@link ImportRequest}.
+ * The DLPack Python protocol from Java, both ways: the one-step import of any object that speaks
+ * DLPack (NumPy, PyTorch, JAX arrays and capsules; for device and stream negotiation use
+ * {@link ImportRequest}), and Java tensors as Python objects that any DLPack consumer takes.
  *
  * <pre>{@code
  * try (PyObject a = py.eval("__import__('numpy').arange(6.0).reshape(2, 3)");
  *      ManagedTensor m = PythonDlpack.fromDlpack(a)) {
  *     m.tensor().getDouble(1, 2);   // 5.0, read from NumPy's memory
+ * }
+ * try (Tensor t = Tensor.of(new float[] {1, 2, 3});
+ *      PyObject obj = PythonDlpack.toPython(t)) {
+ *     py.setGlobal("t", obj);
+ *     py.eval("__import__('numpy').from_dlpack(t).sum()");   // 6.0, read from Java's memory
  * }
  * }</pre>
  */
@@ -20,5 +27,34 @@ public final class PythonDlpack {
     /** {@code ImportRequest.of(source).importTensor()}: zero-copy, owned by the returned tensor. */
     public static ManagedTensor fromDlpack(PyObject source) {
         return ImportRequest.of(source).importTensor();
+    }
+
+    /**
+     * A Python object ({@code dlpack4j.Tensor}) for {@code exporter}, with {@code __dlpack__},
+     * {@code __dlpack_device__} and the DLPack C Exchange API. It is reusable: each
+     * {@code __dlpack__} call makes a fresh export in a fresh single-use capsule, and the object
+     * stays valid.
+     *
+     * <p>A {@link Tensor} is held through its own {@link Tensor#share() share}: closing the Java
+     * tensor does not affect the Python object, and the memory lives until the Java owner, the
+     * Python object and every consumer of an export have all let go, in any order. Any other
+     * exporter is only referenced and must stay usable while Python uses the object.
+     *
+     * @throws IllegalStateException if {@code exporter} is a closed tensor
+     */
+    public static PyObject toPython(DlpackExporter exporter) {
+        java.util.Objects.requireNonNull(exporter, "exporter");
+        return Gil.with(() -> {
+            if (exporter instanceof Tensor t) {
+                Tensor share = t.share();
+                try {
+                    return PyObject.steal(JavaTensorType.newInstance(share, share));
+                } catch (Throwable e) {
+                    share.close();
+                    throw e;
+                }
+            }
+            return PyObject.steal(JavaTensorType.newInstance(exporter, null));
+        });
     }
 }

@@ -1,0 +1,203 @@
+package io.github.dlpack4j.python;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+
+import io.github.dlpack4j.Device;
+import io.github.dlpack4j.DeviceType;
+import io.github.dlpack4j.DlpackExporter;
+import io.github.dlpack4j.DlpackFlags;
+import io.github.dlpack4j.ExportRequest;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The arguments of {@code __dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)},
+ * as a vectorcall passes them, parsed and validated into an {@link ExportRequest} before any exporter
+ * is asked for anything.
+ *
+ * <p>Each mistake raises the Python exception that NumPy 2.4.6 raises for the same call on an
+ * ndarray, checked in NumPy's order (a test compares the two on many requests): positional
+ * arguments and unknown keywords ({@code TypeError}); {@code dl_device} (not a tuple or not two ints:
+ * {@code TypeError}/{@code OverflowError}; a device the tensor is not on: {@code BufferError});
+ * {@code copy} (a string: {@code ValueError}; otherwise its truth value); {@code max_version} (not a
+ * 2-tuple: {@code TypeError}; a major that is not an int: its conversion error); {@code stream}
+ * (anything but None on the CPU: {@code RuntimeError}); and a read-only tensor asked for the legacy
+ * ABI without a copy ({@code BufferError}).
+ *
+ * <p>A {@code max_version} with major 1 or more selects the versioned ABI (at version 1.3); none, or
+ * a 0.x maximum, selects the legacy one. Needs the GIL.
+ */
+final class DlpackArguments {
+    private static final MemorySegment NONE = CApi.symbol("_Py_NoneStruct");
+    private static final MemorySegment TRUE = CApi.symbol("_Py_TrueStruct");
+    private static final MemorySegment FALSE = CApi.symbol("_Py_FalseStruct");
+    private static final MemorySegment UNICODE_TYPE = CApi.symbol("PyUnicode_Type");
+    private static final String[] NAMES = {"stream", "max_version", "dl_device", "copy"};
+    private static final int STREAM = 0;
+    private static final int MAX_VERSION = 1;
+    private static final int DL_DEVICE = 2;
+    private static final int COPY = 3;
+    /** The keyword names as interned strings: callers' names are usually these very objects. */
+    private static final long[] INTERNED = new long[NAMES.length];
+    private static final MemorySegment[] C_NAMES = new MemorySegment[NAMES.length];
+
+    static {
+        try {
+            for (int i = 0; i < NAMES.length; i++) {
+                C_NAMES[i] = Arena.global().allocateFrom(NAMES[i]);
+                INTERNED[i] = Py.check((MemorySegment) CApi.PyUnicode_InternFromString.invokeExact(C_NAMES[i])).address();
+            }
+        } catch (Throwable t) {
+            throw new ExceptionInInitializerError(t);
+        }
+    }
+
+    private DlpackArguments() {}
+
+    /**
+     * The request in a {@code METH_FASTCALL | METH_KEYWORDS} call: {@code nargs} positional values
+     * at {@code args}, then one value per name in the {@code kwnames} tuple (NULL when none).
+     *
+     * @throws PythonException the Python exception to raise
+     */
+    static ExportRequest parse(DlpackExporter exporter, MemorySegment args, long nargs, MemorySegment kwnames)
+            throws Throwable {
+        if (nargs != 0) {
+            throw new PythonException("TypeError", "__dlpack__() takes 0 positional arguments but " + nargs
+                    + (nargs == 1 ? " was" : " were") + " given");
+        }
+        MemorySegment stream = NONE;
+        MemorySegment maxVersion = NONE;
+        MemorySegment dlDevice = NONE;
+        MemorySegment copy = NONE;
+        if (kwnames.address() != 0) {
+            long n = Py.checkSize((long) CApi.PyTuple_Size.invokeExact(kwnames));
+            MemorySegment values = args.reinterpret(n * ADDRESS.byteSize());
+            for (long i = 0; i < n; i++) {
+                MemorySegment value = values.getAtIndex(ADDRESS, i);
+                switch (keyword(Py.check((MemorySegment) CApi.PyTuple_GetItem.invokeExact(kwnames, i)))) {
+                    case STREAM -> stream = value;
+                    case MAX_VERSION -> maxVersion = value;
+                    case DL_DEVICE -> dlDevice = value;
+                    case COPY -> copy = value;
+                    default -> throw new PythonException("TypeError", "__dlpack__() got an unexpected keyword argument '"
+                            + Py.str((MemorySegment) CApi.PyTuple_GetItem.invokeExact(kwnames, i)) + "'");
+                }
+            }
+        }
+        Device device = exporter.device();
+        Device requested = isNone(dlDevice) ? null : requestedDevice(dlDevice, device);
+        Boolean copyPolicy = copyPolicy(copy);
+        boolean versioned = !isNone(maxVersion) && major(maxVersion) >= 1;
+        Long streamValue = null;
+        if (!isNone(stream)) {
+            if (device.type() == DeviceType.CPU) {
+                throw new PythonException("RuntimeError", "a CPU tensor takes only stream=None (DLPack defines no CPU "
+                        + "streams), got stream=" + Py.str(stream));
+            }
+            streamValue = asLong(stream);
+        }
+        if (!versioned && !Boolean.TRUE.equals(copyPolicy)) {
+            long flags = exporter.flags();
+            if ((flags & DlpackFlags.READ_ONLY) != 0) {
+                throw new PythonException("BufferError", "cannot export a read-only tensor through the legacy DLPack "
+                        + "ABI, which cannot say read-only: ask with max_version=(1, 0) or higher, or copy=True");
+            }
+            if ((flags & DlpackFlags.IS_SUBBYTE_TYPE_PADDED) != 0) {
+                throw new PythonException("BufferError", "padded sub-byte data needs the versioned DLPack ABI: ask "
+                        + "with max_version=(1, 0) or higher, or copy=True");
+            }
+        }
+        if (copyPolicy == null && requested == null && streamValue == null) {
+            return versioned ? ExportRequest.VERSIONED : ExportRequest.LEGACY; // the common requests, no allocation
+        }
+        return new ExportRequest(versioned, copyPolicy, requested, streamValue);
+    }
+
+    private static boolean isNone(MemorySegment o) {
+        return o.address() == NONE.address();
+    }
+
+    /** Which keyword {@code name} is: by identity when interned, by value otherwise; -1 for none. */
+    private static int keyword(MemorySegment name) throws Throwable {
+        long a = name.address();
+        for (int i = 0; i < INTERNED.length; i++) {
+            if (a == INTERNED[i]) {
+                return i;
+            }
+        }
+        for (int i = 0; i < C_NAMES.length; i++) {
+            int cmp = (int) CApi.PyUnicode_CompareWithASCIIString.invokeExact(name, C_NAMES[i]);
+            if (cmp == 0) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** {@code dl_device}: a (device_type, device_id) tuple of ints naming the tensor's own device. */
+    private static Device requestedDevice(MemorySegment dlDevice, Device own) throws Throwable {
+        long size = (long) CApi.PyTuple_Size.invokeExact(dlDevice);
+        if (size == -1) {
+            Py.clearError();
+            throw new PythonException("TypeError", "dl_device must be a tuple");
+        }
+        if (size != 2) {
+            throw new PythonException("TypeError", "dl_device must be a tuple of 2 ints (device_type, device_id), got "
+                    + size + " items");
+        }
+        int type = asInt((MemorySegment) CApi.PyTuple_GetItem.invokeExact(dlDevice, 0L));
+        int id = asInt((MemorySegment) CApi.PyTuple_GetItem.invokeExact(dlDevice, 1L));
+        if (type != own.type().code() || id != own.id()) {
+            throw new PythonException("BufferError", "unsupported device requested: (" + type + ", " + id
+                    + "); the tensor is on " + own + " and dlpack4j does not copy between devices");
+        }
+        return own;
+    }
+
+    /** {@code copy}: None, or a truth value; strings are refused as NumPy refuses them. */
+    private static Boolean copyPolicy(MemorySegment copy) throws Throwable {
+        if (isNone(copy)) {
+            return null;
+        }
+        if (copy.address() == TRUE.address()) {
+            return Boolean.TRUE;
+        }
+        if (copy.address() == FALSE.address()) {
+            return Boolean.FALSE;
+        }
+        if (Py.check((int) CApi.PyObject_IsInstance.invokeExact(copy, UNICODE_TYPE)) == 1) {
+            throw new PythonException("ValueError", "strings are not allowed for 'copy' keyword. Use True/False/None instead.");
+        }
+        return Py.check((int) CApi.PyObject_IsTrue.invokeExact(copy)) == 1;
+    }
+
+    /** The major version in {@code max_version}, a (major, minor) tuple; the minor is not read. */
+    private static long major(MemorySegment maxVersion) throws Throwable {
+        long size = (long) CApi.PyTuple_Size.invokeExact(maxVersion);
+        if (size != 2) {
+            if (size == -1) {
+                Py.clearError();
+            }
+            throw new PythonException("TypeError", "max_version must be None or a tuple with two elements.");
+        }
+        return asLong((MemorySegment) CApi.PyTuple_GetItem.invokeExact(maxVersion, 0L));
+    }
+
+    /** An int, through {@code __index__}: other types raise Python's own TypeError, big ones OverflowError. */
+    private static long asLong(MemorySegment o) throws Throwable {
+        long v = (long) CApi.PyLong_AsLongLong.invokeExact(o);
+        if (v == -1 && ((MemorySegment) CApi.PyErr_Occurred.invokeExact()).address() != 0) {
+            throw Py.fetchError();
+        }
+        return v;
+    }
+
+    private static int asInt(MemorySegment o) throws Throwable {
+        long v = asLong(o);
+        if (v != (int) v) {
+            throw new PythonException("OverflowError", "signed integer is " + (v > 0 ? "greater than maximum" : "less than minimum"));
+        }
+        return (int) v;
+    }
+}

@@ -1,0 +1,241 @@
+package io.github.dlpack4j.python;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import io.github.dlpack4j.DlpackException;
+import io.github.dlpack4j.DlpackExporter;
+import io.github.dlpack4j.ExportRequest;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.util.Arrays;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The Python type {@code dlpack4j.Tensor}, whose instances stand for Java {@link DlpackExporter}s:
+ * made once at run time with {@code PyType_FromSpec}, its methods upcalls into Java.
+ *
+ * <ul>
+ *   <li>{@code __dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)}: a fresh
+ *       managed tensor in a fresh single-use capsule per call ({@link DlpackArguments} validates
+ *       the request first);</li>
+ *   <li>{@code __dlpack_device__()}, and a {@code __repr__} with shape, dtype and device;</li>
+ *   <li>the type attribute {@code __dlpack_c_exchange_api__} ({@link ExchangeApiProducer}).</li>
+ * </ul>
+ *
+ * <p>No field of a Python object is read or written: an instance is found by its address in a map,
+ * from which {@code tp_finalize} removes it when Python frees the object. The type has no
+ * {@code tp_new}, so Python code cannot make instances; Java makes them with {@code PyType_GenericAlloc}.
+ * Nothing thrown in Java crosses into C: every upcall turns it into a Python exception.
+ */
+final class JavaTensorType {
+    /** What an instance stands for; {@code owned} is closed when Python frees the instance. */
+    static final class Instance {
+        final DlpackExporter exporter;
+        final AutoCloseable owned;
+        /** A versioned export kept for borrowed {@code DLTensor} views, deleted with the instance. */
+        volatile MemorySegment view;
+
+        Instance(DlpackExporter exporter, AutoCloseable owned) {
+            this.exporter = exporter;
+            this.owned = owned;
+        }
+    }
+
+    private static final ConcurrentHashMap<Long, Instance> INSTANCES = new ConcurrentHashMap<>();
+    private static final int Py_tp_doc = 56;
+    private static final int Py_tp_methods = 64;
+    private static final int Py_tp_repr = 66;
+    private static final int Py_tp_finalize = 80;
+    private static MemorySegment type;
+
+    private JavaTensorType() {}
+
+    /** A new instance for {@code exporter}, a new reference; needs the GIL. */
+    static MemorySegment newInstance(DlpackExporter exporter, AutoCloseable owned) throws Throwable {
+        MemorySegment o = Py.check((MemorySegment) CApi.PyType_GenericAlloc.invokeExact(type(), 0L));
+        INSTANCES.put(o.address(), new Instance(exporter, owned));
+        return o;
+    }
+
+    /** The instance at {@code o}, or null if {@code o} is not one of ours. */
+    static Instance instance(MemorySegment o) {
+        return INSTANCES.get(o.address());
+    }
+
+    /** Instances Python has not freed yet. */
+    static int liveInstances() {
+        return INSTANCES.size();
+    }
+
+    /** The type object, made on first use; needs the GIL (which also orders the first use). */
+    static MemorySegment type() throws Throwable {
+        if (type == null) {
+            type = create();
+        }
+        return type;
+    }
+
+    private static MemorySegment create() throws Throwable {
+        Arena global = Arena.global();
+        Linker linker = Linker.nativeLinker();
+        MethodHandles.Lookup lookup = MethodHandles.lookup();
+        MemorySegment dlpack = linker.upcallStub(lookup.findStatic(JavaTensorType.class, "dlpack",
+                MethodType.methodType(MemorySegment.class, MemorySegment.class, MemorySegment.class, long.class,
+                        MemorySegment.class)), FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS), global);
+        MemorySegment device = linker.upcallStub(lookup.findStatic(JavaTensorType.class, "dlpackDevice",
+                MethodType.methodType(MemorySegment.class, MemorySegment.class, MemorySegment.class)),
+                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), global);
+        MemorySegment repr = linker.upcallStub(lookup.findStatic(JavaTensorType.class, "repr",
+                MethodType.methodType(MemorySegment.class, MemorySegment.class)), FunctionDescriptor.of(ADDRESS, ADDRESS), global);
+        MemorySegment finalize = linker.upcallStub(lookup.findStatic(JavaTensorType.class, "finalize",
+                MethodType.methodType(void.class, MemorySegment.class)), FunctionDescriptor.ofVoid(ADDRESS), global);
+
+        // PyMethodDef[3]: { const char* ml_name; void* ml_meth; int ml_flags; const char* ml_doc; }, NULL-terminated
+        MemorySegment methods = global.allocate(3 * 32L, 8);
+        method(methods, 0, "__dlpack__", dlpack, CApi.METH_FASTCALL | CApi.METH_KEYWORDS,
+                "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+                        + "A new DLPack capsule sharing the Java tensor's memory (a copy if copy=True).");
+        method(methods, 1, "__dlpack_device__", device, CApi.METH_NOARGS,
+                "__dlpack_device__()\n--\n\nThe (device_type, device_id) of the data.");
+        // PyType_Slot[5]: { int slot; void* pfunc; }, {0, NULL}-terminated
+        MemorySegment slots = global.allocate(5 * 16L, 8);
+        slot(slots, 0, Py_tp_methods, methods);
+        slot(slots, 1, Py_tp_repr, repr);
+        slot(slots, 2, Py_tp_finalize, finalize);
+        slot(slots, 3, Py_tp_doc, global.allocateFrom("A Java tensor (dlpack4j), shared through DLPack: "
+                + "pass it to numpy.from_dlpack, torch.from_dlpack or jax.numpy.from_dlpack."));
+        // PyType_Spec: { const char* name; int basicsize; int itemsize; unsigned int flags; PyType_Slot* slots; }
+        MemorySegment spec = global.allocate(32, 8);
+        spec.set(ADDRESS, 0, global.allocateFrom("dlpack4j.Tensor"));
+        spec.set(JAVA_INT, 8, 0); // inherit object's size: no fields of our own
+        spec.set(JAVA_INT, 12, 0);
+        // Py_TPFLAGS_DISALLOW_INSTANTIATION (3.10): no tp_new; no BASETYPE, no GC (instances hold no Python objects)
+        spec.set(JAVA_INT, 16, 1 << 7);
+        spec.set(ADDRESS, 24, slots);
+        MemorySegment t = Py.check((MemorySegment) CApi.PyType_FromSpec.invokeExact(spec));
+        try (Arena arena = Arena.ofConfined()) {
+            Py.check((int) CApi.PyObject_SetAttrString.invokeExact(t, arena.allocateFrom("__dlpack_c_exchange_api__"),
+                    ExchangeApiProducer.capsule()));
+        }
+        return t; // one reference, kept for the life of the process
+    }
+
+    private static void method(MemorySegment defs, int i, String name, MemorySegment fn, int flags, String doc) {
+        MemorySegment d = defs.asSlice(i * 32L, 32);
+        d.set(ADDRESS, 0, Arena.global().allocateFrom(name));
+        d.set(ADDRESS, 8, fn);
+        d.set(JAVA_INT, 16, flags);
+        d.set(ADDRESS, 24, Arena.global().allocateFrom(doc));
+    }
+
+    private static void slot(MemorySegment slots, int i, int id, MemorySegment fn) {
+        slots.set(JAVA_INT, i * 16L, id);
+        slots.set(ADDRESS, i * 16L + 8, fn);
+    }
+
+    // ---------------------------------------------------------------- upcalls (GIL held; nothing may reach C)
+
+    /** {@code __dlpack__}: METH_FASTCALL | METH_KEYWORDS. */
+    private static MemorySegment dlpack(MemorySegment self, MemorySegment args, long nargs, MemorySegment kwnames) {
+        try {
+            Instance in = INSTANCES.get(self.address());
+            if (in == null) {
+                throw new PythonException("RuntimeError", "this dlpack4j.Tensor has no Java tensor behind it");
+            }
+            ExportRequest request = DlpackArguments.parse(in.exporter, args, nargs, kwnames);
+            MemorySegment managed;
+            try {
+                managed = in.exporter.export(request);
+            } catch (Throwable t) {
+                throw exporterFailure(t);
+            }
+            if (managed == null || managed.address() == 0) {
+                throw new PythonException("RuntimeError", in.exporter.getClass().getName() + ".export returned NULL");
+            }
+            return Capsules.wrap(managed, request.versioned());
+        } catch (Throwable t) {
+            Py.raise(t);
+            return MemorySegment.NULL;
+        }
+    }
+
+    /**
+     * The Python exception for an exporter that threw: its own Python exception, {@code BufferError}
+     * for a {@link DlpackException} (it cannot export this), {@code RuntimeError} for anything else.
+     */
+    static PythonException exporterFailure(Throwable t) {
+        if (t instanceof PythonException p) {
+            return p;
+        }
+        String message = t.getMessage() == null ? t.getClass().getName() : t.getMessage();
+        if (t instanceof DlpackException) {
+            return new PythonException("BufferError", message);
+        }
+        return new PythonException("RuntimeError", "the Java exporter failed: " + t.getClass().getName() + ": " + message);
+    }
+
+    /** {@code __dlpack_device__}: METH_NOARGS. */
+    private static MemorySegment dlpackDevice(MemorySegment self, MemorySegment unused) {
+        try {
+            Instance in = INSTANCES.get(self.address());
+            if (in == null) {
+                throw new PythonException("RuntimeError", "this dlpack4j.Tensor has no Java tensor behind it");
+            }
+            io.github.dlpack4j.Device d = in.exporter.device();
+            return Convert.tupleOf(new Object[] {d.type().code(), d.id()});
+        } catch (Throwable t) {
+            Py.raise(exporterFailure(t));
+            return MemorySegment.NULL;
+        }
+    }
+
+    /** {@code repr()}: {@code dlpack4j.Tensor(shape=(2, 3), dtype=float32, device=cpu:0)}. */
+    private static MemorySegment repr(MemorySegment self) {
+        try {
+            Instance in = INSTANCES.get(self.address());
+            if (in == null) {
+                return Py.newString("dlpack4j.Tensor(<released>)");
+            }
+            long[] shape = in.exporter.shape();
+            String dims = shape.length == 1 ? "(" + shape[0] + ",)"
+                    : Arrays.toString(shape).replace('[', '(').replace(']', ')');
+            return Py.newString("dlpack4j.Tensor(shape=" + dims + ", dtype=" + in.exporter.dtype() + ", device="
+                    + in.exporter.device() + ((in.exporter.flags() & io.github.dlpack4j.DlpackFlags.READ_ONLY) != 0
+                    ? ", read_only=True" : "") + ")");
+        } catch (Throwable t) {
+            Py.raise(exporterFailure(t));
+            return MemorySegment.NULL;
+        }
+    }
+
+    /** {@code tp_finalize}: forgets the instance and lets go of what it held, keeping any pending exception. */
+    private static void finalize(MemorySegment self) {
+        Instance in = INSTANCES.remove(self.address());
+        if (in == null) {
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment error = arena.allocate(ADDRESS, 3);
+            CApi.PyErr_Fetch.invokeExact(error, error.asSlice(8), error.asSlice(16));
+            try {
+                MemorySegment view = in.view;
+                if (view != null) {
+                    Capsules.callDeleter(view, true);
+                }
+                if (in.owned != null) {
+                    in.owned.close();
+                }
+            } finally {
+                CApi.PyErr_Restore.invokeExact(error.get(ADDRESS, 0), error.get(ADDRESS, 8), error.get(ADDRESS, 16));
+            }
+        } catch (Throwable ignored) {
+            // Nothing may reach C; closing a Java tensor or deleting our own export does not fail.
+        }
+    }
+}
