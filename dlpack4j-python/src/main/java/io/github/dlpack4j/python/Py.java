@@ -243,11 +243,18 @@ final class Py {
      */
     static void raise(Throwable e) {
         try {
-            if (e instanceof PythonException pe && pe.original() != null) {
+            if (e instanceof PythonException pe && pe.original() != null && !pe.original()[0].isClosed()) {
+                // The Python exception goes back to Python, and the Java objects let go of it now: left
+                // to the Java GC, its traceback would keep every frame's locals alive until then.
                 PyObject[] o = pe.original();
                 MemorySegment type = o[0].newReference();
                 MemorySegment value = o[1] == null ? MemorySegment.NULL : o[1].newReference();
                 MemorySegment tb = o[2] == null ? MemorySegment.NULL : o[2].newReference();
+                for (PyObject p : o) {
+                    if (p != null) {
+                        p.close();
+                    }
+                }
                 CApi.PyErr_Restore.invokeExact(type, value, tb);
                 return;
             }

@@ -267,6 +267,11 @@ public final class PyObject implements AutoCloseable {
         }
     }
 
+    /** Whether {@link #close()} was called. */
+    public boolean isClosed() {
+        return closed.get();
+    }
+
     /** {@code repr(self)}, or a note that it is closed. */
     @Override
     public String toString() {

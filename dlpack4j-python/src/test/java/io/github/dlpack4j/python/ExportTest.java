@@ -196,6 +196,25 @@ class ExportTest {
     }
 
     @Test
+    void everyRequestRaisesWhatNumpyRaisesForTheSameRequest() throws Exception {
+        PY.exec(new String(ExportTest.class.getResourceAsStream("/dlpack_requests.py").readAllBytes(),
+                java.nio.charset.StandardCharsets.UTF_8));
+        try (Tensor t = Tensor.of(new double[] {1, 2, 3}); PyObject w = PythonDlpack.toPython(t);
+             PyObject r = PythonDlpack.toPython(t.readOnly())) {
+            PY.setGlobal("x_java", w);
+            PY.setGlobal("x_java_ro", r);
+            PY.exec("x_nd = np.arange(3.0)\nx_nd_ro = np.arange(3.0)\nx_nd_ro.flags.writeable = False");
+            try (PyObject count = PY.eval("len(REQUESTS)"); PyObject writable = PY.eval("compare(x_nd, x_java)");
+                 PyObject readOnly = PY.eval("compare(x_nd_ro, x_java_ro)")) {
+                assertThat(count.asLong()).isGreaterThan(60);
+                assertThat((List<?>) writable.toJava()).as("requests whose outcome differs from numpy's").isEmpty();
+                assertThat((List<?>) readOnly.toJava()).as("read-only requests whose outcome differs").isEmpty();
+            }
+        }
+        PY.exec("gc.collect()");
+    }
+
+    @Test
     void pythonCannotMakeInstancesOfTheType() {
         try (Tensor t = Tensor.of(new int[] {1}); PyObject obj = PythonDlpack.toPython(t)) {
             PY.setGlobal("x_java", obj);
