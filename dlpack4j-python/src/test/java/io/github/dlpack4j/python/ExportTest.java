@@ -215,6 +215,13 @@ class ExportTest {
     }
 
     @Test
+    void aLegacyNumpyConsumesJavaExportsThroughTheLegacyAbi() throws Exception {
+        String out = LegacyNumpyProbe.output();
+        assertThat(out).contains("numpy 1.26.4").contains("consumed [-1.0, 2.5, 3.5]")
+                .contains("read-only refused with BufferError").endsWith("exit 0");
+    }
+
+    @Test
     void pythonCannotMakeInstancesOfTheType() {
         try (Tensor t = Tensor.of(new int[] {1}); PyObject obj = PythonDlpack.toPython(t)) {
             PY.setGlobal("x_java", obj);
