@@ -71,17 +71,17 @@ final class DlpackArguments {
         MemorySegment dlDevice = NONE;
         MemorySegment copy = NONE;
         if (kwnames.address() != 0) {
-            long n = Py.checkSize((long) CApi.PyTuple_Size.invokeExact(kwnames));
-            MemorySegment values = args.reinterpret(n * ADDRESS.byteSize());
-            for (long i = 0; i < n; i++) {
+            int[] keywords = keywords(kwnames);
+            MemorySegment values = args.reinterpret(keywords.length * ADDRESS.byteSize());
+            for (int i = 0; i < keywords.length; i++) {
                 MemorySegment value = values.getAtIndex(ADDRESS, i);
-                switch (keyword(Py.check((MemorySegment) CApi.PyTuple_GetItem.invokeExact(kwnames, i)))) {
+                switch (keywords[i]) {
                     case STREAM -> stream = value;
                     case MAX_VERSION -> maxVersion = value;
                     case DL_DEVICE -> dlDevice = value;
                     case COPY -> copy = value;
                     default -> throw new PythonException("TypeError", "__dlpack__() got an unexpected keyword argument '"
-                            + Py.str((MemorySegment) CApi.PyTuple_GetItem.invokeExact(kwnames, i)) + "'");
+                            + Py.str((MemorySegment) CApi.PyTuple_GetItem.invokeExact(kwnames, (long) i)) + "'");
                 }
             }
         }
@@ -116,6 +116,37 @@ final class DlpackArguments {
 
     private static boolean isNone(MemorySegment o) {
         return o.address() == NONE.address();
+    }
+
+    /*
+     * Callers pass the same kwnames tuple and the same max_version tuple on every call (NumPy and
+     * PyTorch keep them as constants): the last of each is kept, with a reference so that its address
+     * cannot be reused, and its meaning is not worked out again. Every caller holds the GIL, which
+     * orders the use of these fields.
+     */
+    private static MemorySegment lastKwnames = MemorySegment.NULL;
+    private static int[] lastKeywords;
+    private static MemorySegment lastMaxVersion = MemorySegment.NULL;
+    private static long lastMajor;
+    private static final MemorySegment LONG_TYPE = CApi.symbol("PyLong_Type");
+
+    /** The keyword index of each name in {@code kwnames}. */
+    private static int[] keywords(MemorySegment kwnames) throws Throwable {
+        if (kwnames.address() == lastKwnames.address()) {
+            return lastKeywords;
+        }
+        int n = (int) Py.checkSize((long) CApi.PyTuple_Size.invokeExact(kwnames));
+        int[] keywords = new int[n];
+        for (int i = 0; i < n; i++) {
+            keywords[i] = keyword(Py.check((MemorySegment) CApi.PyTuple_GetItem.invokeExact(kwnames, (long) i)));
+        }
+        Py.incRef(kwnames);
+        if (lastKwnames.address() != 0) {
+            Py.decRef(lastKwnames);
+        }
+        lastKwnames = kwnames;
+        lastKeywords = keywords;
+        return keywords;
     }
 
     /** Which keyword {@code name} is: by identity when interned, by value otherwise; -1 for none. */
@@ -174,6 +205,9 @@ final class DlpackArguments {
 
     /** The major version in {@code max_version}, a (major, minor) tuple; the minor is not read. */
     private static long major(MemorySegment maxVersion) throws Throwable {
+        if (maxVersion.address() == lastMaxVersion.address()) {
+            return lastMajor;
+        }
         long size = (long) CApi.PyTuple_Size.invokeExact(maxVersion);
         if (size != 2) {
             if (size == -1) {
@@ -181,7 +215,20 @@ final class DlpackArguments {
             }
             throw new PythonException("TypeError", "max_version must be None or a tuple with two elements.");
         }
-        return asLong((MemorySegment) CApi.PyTuple_GetItem.invokeExact(maxVersion, 0L));
+        MemorySegment first = (MemorySegment) CApi.PyTuple_GetItem.invokeExact(maxVersion, 0L);
+        long major = asLong(first);
+        MemorySegment type = (MemorySegment) CApi.PyObject_Type.invokeExact(first);
+        boolean plainInt = type.address() == LONG_TYPE.address();
+        Py.decRef(type);
+        if (plainInt) { // an int's value cannot change; an object with __index__ might
+            Py.incRef(maxVersion);
+            if (lastMaxVersion.address() != 0) {
+                Py.decRef(lastMaxVersion);
+            }
+            lastMaxVersion = maxVersion;
+            lastMajor = major;
+        }
+        return major;
     }
 
     /** An int, through {@code __index__}: other types raise Python's own TypeError, big ones OverflowError. */

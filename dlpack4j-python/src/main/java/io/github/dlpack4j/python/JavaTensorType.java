@@ -40,6 +40,8 @@ final class JavaTensorType {
         final AutoCloseable owned;
         /** A versioned export kept for borrowed {@code DLTensor} views, deleted with the instance. */
         volatile MemorySegment view;
+        /** The {@code __dlpack_device__} tuple, made on first use (a device never changes). */
+        MemorySegment deviceTuple = MemorySegment.NULL;
 
         Instance(DlpackExporter exporter, AutoCloseable owned) {
             this.exporter = exporter;
@@ -63,9 +65,22 @@ final class JavaTensorType {
         return o;
     }
 
-    /** The instance at {@code o}, or null if {@code o} is not one of ours. */
+    /** The instance last looked up, and its address: consumers tend to ask the same object again. */
+    private static long lastAddress;
+    private static Instance lastInstance;
+
+    /** The instance at {@code o}, or null if {@code o} is not one of ours. Needs the GIL, which orders the cache. */
     static Instance instance(MemorySegment o) {
-        return INSTANCES.get(o.address());
+        long a = o.address();
+        if (a == lastAddress) {
+            return lastInstance;
+        }
+        Instance in = INSTANCES.get(a);
+        if (in != null) {
+            lastAddress = a;
+            lastInstance = in;
+        }
+        return in;
     }
 
     /** Instances Python has not freed yet. */
@@ -144,7 +159,7 @@ final class JavaTensorType {
     /** {@code __dlpack__}: METH_FASTCALL | METH_KEYWORDS. */
     private static MemorySegment dlpack(MemorySegment self, MemorySegment args, long nargs, MemorySegment kwnames) {
         try {
-            Instance in = INSTANCES.get(self.address());
+            Instance in = instance(self);
             if (in == null) {
                 throw new PythonException("RuntimeError", "this dlpack4j.Tensor has no Java tensor behind it");
             }
@@ -183,12 +198,16 @@ final class JavaTensorType {
     /** {@code __dlpack_device__}: METH_NOARGS. */
     private static MemorySegment dlpackDevice(MemorySegment self, MemorySegment unused) {
         try {
-            Instance in = INSTANCES.get(self.address());
+            Instance in = instance(self);
             if (in == null) {
                 throw new PythonException("RuntimeError", "this dlpack4j.Tensor has no Java tensor behind it");
             }
-            io.github.dlpack4j.Device d = in.exporter.device();
-            return Convert.tupleOf(new Object[] {d.type().code(), d.id()});
+            if (in.deviceTuple.address() == 0) {
+                io.github.dlpack4j.Device d = in.exporter.device();
+                in.deviceTuple = Convert.tupleOf(new Object[] {d.type().code(), d.id()});
+            }
+            Py.incRef(in.deviceTuple);
+            return in.deviceTuple;
         } catch (Throwable t) {
             Py.raise(exporterFailure(t));
             return MemorySegment.NULL;
@@ -198,7 +217,7 @@ final class JavaTensorType {
     /** {@code repr()}: {@code dlpack4j.Tensor(shape=(2, 3), dtype=float32, device=cpu:0)}. */
     private static MemorySegment repr(MemorySegment self) {
         try {
-            Instance in = INSTANCES.get(self.address());
+            Instance in = instance(self);
             if (in == null) {
                 return Py.newString("dlpack4j.Tensor(<released>)");
             }
@@ -216,6 +235,10 @@ final class JavaTensorType {
 
     /** {@code tp_finalize}: forgets the instance and lets go of what it held, keeping any pending exception. */
     private static void finalize(MemorySegment self) {
+        if (self.address() == lastAddress) {
+            lastAddress = 0;
+            lastInstance = null;
+        }
         Instance in = INSTANCES.remove(self.address());
         if (in == null) {
             return;
@@ -227,6 +250,9 @@ final class JavaTensorType {
                 MemorySegment view = in.view;
                 if (view != null) {
                     Capsules.callDeleter(view, true);
+                }
+                if (in.deviceTuple.address() != 0) {
+                    Py.decRef(in.deviceTuple);
                 }
                 if (in.owned != null) {
                     in.owned.close();
