@@ -133,6 +133,13 @@ final class CApi {
     static final MethodHandle PyUnicode_CompareWithASCIIString = fn("PyUnicode_CompareWithASCIIString", I_PP);
     static final MethodHandle PyErr_WriteUnraisable = fn("PyErr_WriteUnraisable", V_P);
 
+    /**
+     * {@code PyObject_VectorcallMethod(name, args, nargsf, kwnames)}: a method call without a bound
+     * method object or a kwargs dict; exported since 3.9, in the stable ABI from 3.12. Null if absent.
+     */
+    static final MethodHandle PyObject_VectorcallMethod = optional("PyObject_VectorcallMethod",
+            FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
+
     /** {@code PyObject_CallNoArgs}, new in 3.9 as a function; null where it is only a macro. */
     static final MethodHandle PyObject_CallNoArgs = optional("PyObject_CallNoArgs", P_P);
 

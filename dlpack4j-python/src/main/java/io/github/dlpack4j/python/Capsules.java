@@ -159,17 +159,28 @@ final class Capsules {
      *                         deleter has run then) or a copy against {@code copy=False}
      */
     static ManagedTensor consume(MemorySegment capsule, Boolean copy) {
-        String name = name(capsule);
         boolean versioned;
-        if ("dltensor_versioned".equals(name)) {
-            versioned = true;
-        } else if ("dltensor".equals(name)) {
-            versioned = false;
-        } else if (name != null && name.startsWith("used_dltensor")) {
-            throw new DlpackException("capsule '" + name + "' was consumed already: DLPack capsules are single-use");
-        } else {
-            throw new DlpackException("a capsule named '" + name + "' is not a DLPack tensor "
-                    + "(expected 'dltensor_versioned' or 'dltensor')");
+        String name;
+        try {
+            if ((int) CApi.PyCapsule_IsValid.invokeExact(capsule, VERSIONED) != 0) {
+                versioned = true;
+                name = null;
+            } else if ((int) CApi.PyCapsule_IsValid.invokeExact(capsule, LEGACY) != 0) {
+                versioned = false;
+                name = null;
+            } else {
+                versioned = false;
+                name = name(capsule);
+            }
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        }
+        if (name != null) { // not a usable DLPack capsule: say why
+            throw new DlpackException(name.startsWith("used_dltensor")
+                    ? "capsule '" + name + "' was consumed already: DLPack capsules are single-use"
+                    : name.equals("dltensor") || name.equals("dltensor_versioned")
+                    ? "capsule '" + name + "' holds a NULL pointer"
+                    : "a capsule named '" + name + "' is not a DLPack tensor (expected 'dltensor_versioned' or 'dltensor')");
         }
         ManagedTensor tensor;
         try {

@@ -6,6 +6,7 @@ import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.DlpackVersion;
 import io.github.dlpack4j.ManagedTensor;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.List;
 import java.util.Objects;
 
@@ -116,56 +117,97 @@ public final class ImportRequest {
                     e.close();
                 }
             }
-            MemorySegment method = (MemorySegment) CApi.PyObject_GetAttrString.invokeExact(o, DUNDER_DLPACK);
-            if (method.address() == 0) {
-                Py.clearError();
-                throw new DlpackException("object of type " + typeName() + " does not support DLPack (no __dlpack__)");
+            Long streamArg = stream == DlpackStream.NONE ? null : stream.streamArgument(target != null ? target : device());
+            MemorySegment capsule = callDlpack(o, streamArg, true);
+            path = ImportPath.DLPACK;
+            if (capsule.address() == 0) {
+                PythonException e = Py.fetchError();
+                if (e.pythonType().equals("AttributeError") && !source.hasAttr("__dlpack__")) {
+                    throw new DlpackException("object of type " + typeName() + " does not support DLPack (no __dlpack__)");
+                }
+                if (!e.pythonType().equals("TypeError")) {
+                    throw e;
+                }
+                if (Boolean.TRUE.equals(copy) || target != null) {
+                    throw new DlpackException("the producer's __dlpack__ predates DLPack 1.0 (" + e.pythonMessage()
+                            + ") and cannot honour copy=" + copy + " or dl_device=" + target);
+                }
+                capsule = Py.check(callDlpack(o, streamArg, false));
+                path = ImportPath.DLPACK_LEGACY_RETRY;
             }
             try {
-                Long streamArg = stream == DlpackStream.NONE ? null : stream.streamArgument(target != null ? target : device());
-                MemorySegment capsule = call(method, kwargs(streamArg, true));
-                path = ImportPath.DLPACK;
-                if (capsule.address() == 0) {
-                    PythonException e = Py.fetchError();
-                    if (!e.pythonType().equals("TypeError")) {
-                        throw e;
-                    }
-                    if (Boolean.TRUE.equals(copy) || target != null) {
-                        throw new DlpackException("the producer's __dlpack__ predates DLPack 1.0 (" + e.pythonMessage()
-                                + ") and cannot honour copy=" + copy + " or dl_device=" + target);
-                    }
-                    capsule = Py.check(call(method, kwargs(streamArg, false)));
-                    path = ImportPath.DLPACK_LEGACY_RETRY;
+                if (!Capsules.isCapsule(capsule)) {
+                    throw new DlpackException("__dlpack__ of " + typeName() + " returned " + Py.str(capsule)
+                            + ", not a DLPack capsule");
                 }
-                try {
-                    if (!Capsules.isCapsule(capsule)) {
-                        throw new DlpackException("__dlpack__ of " + typeName() + " returned " + Py.str(capsule)
-                                + ", not a DLPack capsule");
-                    }
-                    return Capsules.consume(capsule, copy);
-                } finally {
-                    Py.decRef(capsule);
-                }
+                return Capsules.consume(capsule, copy);
             } finally {
-                Py.decRef(method);
+                Py.decRef(capsule);
             }
         });
     }
 
-    /** {@code method(**kwargs)}, releasing {@code kwargs} (which may be NULL); NULL with an error set on failure. */
-    private static MemorySegment call(MemorySegment method, MemorySegment kwargs) throws Throwable {
+    /**
+     * {@code o.__dlpack__(...)}: NULL with the error set on failure. The common requests go through
+     * {@code PyObject_VectorcallMethod} with constant arguments (no bound method, no kwargs dict);
+     * the others through the method and a kwargs dict.
+     */
+    private MemorySegment callDlpack(MemorySegment o, Long streamArg, boolean modern) throws Throwable {
+        if (CApi.PyObject_VectorcallMethod != null && streamArg == null && (!modern || (copy == null && target == null))) {
+            MemorySegment args = ARGS.get();
+            args.set(ValueLayout.ADDRESS, 0, o);
+            args.set(ValueLayout.ADDRESS, 8, maxVersion());
+            MemorySegment kwnames = modern ? maxVersionKwnames() : MemorySegment.NULL;
+            return (MemorySegment) CApi.PyObject_VectorcallMethod.invokeExact(dlpackName(), args, 1L, kwnames);
+        }
+        MemorySegment method = (MemorySegment) CApi.PyObject_GetAttrString.invokeExact(o, DUNDER_DLPACK);
+        if (method.address() == 0) {
+            return method;
+        }
+        MemorySegment kwargs = kwargs(streamArg, modern);
         try {
             return (MemorySegment) CApi.PyObject_Call.invokeExact(method, emptyTuple(), kwargs);
         } finally {
             if (kwargs.address() != 0) {
                 Py.decRef(kwargs);
             }
+            Py.decRef(method);
         }
     }
 
+    /** Per thread: self and the max_version value of a vectorcall. */
+    private static final ThreadLocal<MemorySegment> ARGS = ThreadLocal.withInitial(
+            () -> java.lang.foreign.Arena.global().allocate(ValueLayout.ADDRESS, 2));
     private static final MemorySegment DUNDER_DLPACK = java.lang.foreign.Arena.global().allocateFrom("__dlpack__");
+    // Made once with the GIL held and kept for the life of the process.
     private static MemorySegment emptyTuple;
     private static MemorySegment maxVersion;
+    private static MemorySegment maxVersionKwnames;
+    private static MemorySegment dlpackName;
+
+    private static MemorySegment dlpackName() throws Throwable {
+        if (dlpackName == null) {
+            dlpackName = Py.check((MemorySegment) CApi.PyUnicode_InternFromString.invokeExact(DUNDER_DLPACK));
+        }
+        return dlpackName;
+    }
+
+    private static MemorySegment maxVersion() {
+        if (maxVersion == null) {
+            maxVersion = Convert.tupleOf(new Object[] {DlpackVersion.MAJOR, DlpackVersion.MINOR});
+        }
+        return maxVersion;
+    }
+
+    /** The kwnames tuple {@code ("max_version",)}, interned so that callees match it by identity. */
+    private static MemorySegment maxVersionKwnames() throws Throwable {
+        if (maxVersionKwnames == null) {
+            MemorySegment name = Py.check((MemorySegment) CApi.PyUnicode_InternFromString.invokeExact(
+                    java.lang.foreign.Arena.global().allocateFrom("max_version")));
+            maxVersionKwnames = Convert.tuple(new MemorySegment[] {name}, true);
+        }
+        return maxVersionKwnames;
+    }
 
     /** An empty tuple, made once and kept (immortal for our purposes). Needs the GIL. */
     private static MemorySegment emptyTuple() {
@@ -203,11 +245,8 @@ public final class ImportRequest {
             putItem(dict, "stream", Convert.toPython(streamArg));
         }
         if (modern) {
-            if (maxVersion == null) {
-                maxVersion = Convert.tupleOf(new Object[] {DlpackVersion.MAJOR, DlpackVersion.MINOR});
-            }
-            Py.incRef(maxVersion);
-            putItem(dict, "max_version", maxVersion);
+            Py.incRef(maxVersion());
+            putItem(dict, "max_version", maxVersion());
             if (copy != null) {
                 putItem(dict, "copy", Convert.toPython(copy));
             }
