@@ -306,8 +306,8 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * A fresh managed struct for {@code request}: versioned or legacy as it asks, sharing this
      * tensor's memory, or, for {@code copy=TRUE}, a compact copy marked {@link DlpackFlags#IS_COPIED}.
      *
-     * @throws DlpackException       if the request names another device or a stream (CPU memory has
-     *                               none), or asks the legacy ABI for read-only or padded data
+     * @throws DlpackException       if the request names another device, or a stream for CPU memory
+     *                               (which has none), or asks the legacy ABI for read-only or padded data
      * @throws IllegalStateException if the tensor is closed
      */
     @Override
@@ -316,9 +316,10 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
             throw new DlpackException("the tensor is on " + device + ", not " + request.device()
                     + " (dlpack4j does not copy between devices)");
         }
-        if (request.stream() != null) {
+        if (request.stream() != null && device.type() == DeviceType.CPU) {
             throw new DlpackException("a " + device + " tensor takes no stream (got " + request.stream() + ")");
         }
+        // Elsewhere any stream is fine: Java queues no work on devices, so there is nothing to order.
         if (Boolean.TRUE.equals(request.copy())) {
             try (Tensor c = copy()) {
                 return Exports.export(c, request.versioned(), request.versioned() ? DlpackFlags.IS_COPIED : 0);

@@ -69,6 +69,24 @@ class ExporterTest {
     }
 
     @Test
+    void aTensorOnADeviceTakesAConsumerStreamSinceJavaQueuesNoWorkThere() {
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            MemorySegment data = arena.allocate(16);
+            MemorySegment p = ForeignProducer.tensor(arena, true, data, DataType.FLOAT32, new long[] {4}, new long[] {1});
+            p.set(java.lang.foreign.ValueLayout.JAVA_INT, ForeignProducer.dl(true) + io.github.dlpack4j.abi.DLTensor.DEVICE,
+                    DeviceType.CUDA.code());
+            try (ManagedTensor m = ManagedTensor.adoptVersioned(p)) {
+                Device cuda = new Device(DeviceType.CUDA, 0);
+                MemorySegment e = m.tensor().export(new ExportRequest(true, false, cuda, 1L));
+                try (ManagedTensor back = ManagedTensor.adoptVersioned(e)) {
+                    assertThat(back.tensor().device()).isEqualTo(cuda);
+                }
+            }
+            assertThat(ForeignProducer.deleterCalls(p)).isOne();
+        }
+    }
+
+    @Test
     void aShareKeepsTheMemoryAfterTheOriginalIsClosed() {
         long before = Dlpack.nativeBytesInUse();
         Tensor x = Tensor.of(new double[] {1, 2});

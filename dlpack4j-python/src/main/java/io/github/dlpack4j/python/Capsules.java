@@ -72,8 +72,9 @@ final class Capsules {
         MemorySegment name = versioned ? VERSIONED : LEGACY;
         MemorySegment capsule = (MemorySegment) CApi.PyCapsule_New.invokeExact(managed, name, DESTRUCTOR);
         if (capsule.address() == 0) {
+            PythonException e = Py.fetchError(); // first: the deleter must not run with an exception pending
             callDeleter(managed, versioned);
-            throw Py.fetchError();
+            throw e;
         }
         return capsule;
     }
@@ -101,7 +102,17 @@ final class Capsules {
             }
             MemorySegment managed = (MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(capsule, name);
             if (managed.address() != 0) {
-                callDeleter(managed, versioned);
+                // A capsule may die while an exception is being raised: keep it out of the deleter's way.
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment error = arena.allocate(ValueLayout.ADDRESS, 3);
+                    CApi.PyErr_Fetch.invokeExact(error, error.asSlice(8), error.asSlice(16));
+                    try {
+                        callDeleter(managed, versioned);
+                    } finally {
+                        CApi.PyErr_Restore.invokeExact(error.get(ValueLayout.ADDRESS, 0), error.get(ValueLayout.ADDRESS, 8),
+                                error.get(ValueLayout.ADDRESS, 16));
+                    }
+                }
             }
         } catch (Throwable ignored) {
             // Nothing may reach C; a deleter that failed leaks its tensor, which is all that is left to lose.

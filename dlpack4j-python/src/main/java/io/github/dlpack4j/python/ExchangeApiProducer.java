@@ -9,6 +9,7 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.DeviceType;
 import io.github.dlpack4j.Dlpack;
+import io.github.dlpack4j.DlpackFlags;
 import io.github.dlpack4j.DlpackVersion;
 import io.github.dlpack4j.ExportRequest;
 import io.github.dlpack4j.ManagedTensor;
@@ -144,17 +145,11 @@ final class ExchangeApiProducer {
     /** {@code managed_tensor_from_py_object_no_sync}. */
     private static int fromPyObject(MemorySegment obj, MemorySegment out) {
         try {
-            JavaTensorType.Instance in = instanceOf(obj);
-            MemorySegment managed;
-            try {
-                managed = in.exporter.export(ExportRequest.VERSIONED);
-            } catch (Throwable t) {
-                throw JavaTensorType.exporterFailure(t);
-            }
+            MemorySegment managed = JavaTensorType.export(instanceOf(obj), ExportRequest.VERSIONED);
             out.reinterpret(ADDRESS.byteSize()).set(ADDRESS, 0, managed);
             return 0;
         } catch (Throwable t) {
-            Py.raise(t);
+            JavaTensorType.raise(t);
             return -1;
         }
     }
@@ -162,7 +157,9 @@ final class ExchangeApiProducer {
     /** {@code managed_tensor_to_py_object_no_sync}: ownership of {@code managed} passes to the new object. */
     private static int toPyObject(MemorySegment managed, MemorySegment out) {
         try {
-            ManagedTensor m = ManagedTensor.adoptVersioned(managed); // deletes a malformed tensor itself
+            // Adoption deletes a malformed tensor itself. The deleter may run on any thread that lets go
+            // last (a re-export's consumer, the cleaner): it gets the GIL, as capsule imports do.
+            ManagedTensor m = ManagedTensor.adoptVersioned(managed, Capsules.UNDER_GIL);
             MemorySegment o;
             try {
                 o = JavaTensorType.newInstance(m.tensor(), m);
@@ -173,7 +170,7 @@ final class ExchangeApiProducer {
             out.reinterpret(ADDRESS.byteSize()).set(ADDRESS, 0, o);
             return 0;
         } catch (Throwable t) {
-            Py.raise(t instanceof io.github.dlpack4j.DlpackException ? new PythonException("BufferError", t.getMessage()) : t);
+            JavaTensorType.raise(t); // a DlpackException (malformed tensor) becomes a BufferError
             return -1;
         }
     }
@@ -182,25 +179,18 @@ final class ExchangeApiProducer {
     private static int dltensorView(MemorySegment obj, MemorySegment out) {
         try {
             JavaTensorType.Instance in = instanceOf(obj);
-            MemorySegment view = in.view;
-            if (view == null) {
-                synchronized (in) {
-                    view = in.view;
-                    if (view == null) {
-                        try {
-                            view = in.exporter.export(ExportRequest.VERSIONED);
-                        } catch (Throwable t) {
-                            throw JavaTensorType.exporterFailure(t);
-                        }
-                        in.view = view;
-                    }
-                }
+            if ((in.exporter.flags() & (DlpackFlags.READ_ONLY | DlpackFlags.IS_SUBBYTE_TYPE_PADDED)) != 0) {
+                throw new PythonException("BufferError", "a DLTensor view cannot say read-only or padded (it has no "
+                        + "flags): use managed_tensor_from_py_object_no_sync for this tensor");
             }
-            MemorySegment.copy(view.reinterpret(DLManagedTensorVersioned.SIZE), DLManagedTensorVersioned.DL_TENSOR,
+            if (in.view == null) { // the GIL, held by every caller, orders this
+                in.view = JavaTensorType.export(in, ExportRequest.VERSIONED);
+            }
+            MemorySegment.copy(in.view.reinterpret(DLManagedTensorVersioned.SIZE), DLManagedTensorVersioned.DL_TENSOR,
                     out.reinterpret(DLTensor.SIZE), 0, DLTensor.SIZE);
             return 0;
         } catch (Throwable t) {
-            Py.raise(t);
+            JavaTensorType.raise(t);
             return -1;
         }
     }
@@ -211,7 +201,7 @@ final class ExchangeApiProducer {
             out.reinterpret(ADDRESS.byteSize()).set(ADDRESS, 0, MemorySegment.NULL);
             return 0;
         } catch (Throwable t) {
-            Py.raise(t);
+            JavaTensorType.raise(t);
             return -1;
         }
     }

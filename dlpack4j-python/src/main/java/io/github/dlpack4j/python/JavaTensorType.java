@@ -38,8 +38,8 @@ final class JavaTensorType {
     static final class Instance {
         final DlpackExporter exporter;
         final AutoCloseable owned;
-        /** A versioned export kept for borrowed {@code DLTensor} views, deleted with the instance. */
-        volatile MemorySegment view;
+        /** A versioned export kept for borrowed {@code DLTensor} views, deleted with the instance (GIL-guarded). */
+        MemorySegment view;
         /** The {@code __dlpack_device__} tuple, made on first use (a device never changes). */
         MemorySegment deviceTuple = MemorySegment.NULL;
 
@@ -101,6 +101,10 @@ final class JavaTensorType {
             throw new UnsupportedOperationException("handing Java tensors to Python needs Python 3.10 or newer "
                     + "(METH_FASTCALL and Py_TPFLAGS_DISALLOW_INSTANTIATION); importing works from 3.9");
         }
+        if (isFreeThreaded()) {
+            throw new UnsupportedOperationException("handing Java tensors to Python needs a Python with the GIL: "
+                    + "this free-threaded build has none, and the exporter's caches rely on it");
+        }
         Arena global = Arena.global();
         Linker linker = Linker.nativeLinker();
         MethodHandles.Lookup lookup = MethodHandles.lookup();
@@ -118,10 +122,10 @@ final class JavaTensorType {
         // PyMethodDef[3]: { const char* ml_name; void* ml_meth; int ml_flags; const char* ml_doc; }, NULL-terminated
         MemorySegment methods = global.allocate(3 * 32L, 8);
         method(methods, 0, "__dlpack__", dlpack, CApi.METH_FASTCALL | CApi.METH_KEYWORDS,
-                "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+                "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
                         + "A new DLPack capsule sharing the Java tensor's memory (a copy if copy=True).");
         method(methods, 1, "__dlpack_device__", device, CApi.METH_NOARGS,
-                "__dlpack_device__()\n--\n\nThe (device_type, device_id) of the data.");
+                "__dlpack_device__($self, /)\n--\n\nThe (device_type, device_id) of the data.");
         // PyType_Slot[5]: { int slot; void* pfunc; }, {0, NULL}-terminated
         MemorySegment slots = global.allocate(5 * 16L, 8);
         slot(slots, 0, Py_tp_methods, methods);
@@ -143,6 +147,19 @@ final class JavaTensorType {
                     ExchangeApiProducer.capsule()));
         }
         return t; // one reference, kept for the life of the process
+    }
+
+    /** {@code sys._is_gil_enabled()} is False (3.13 free-threaded builds). */
+    private static boolean isFreeThreaded() throws Throwable {
+        MemorySegment sys = Py.importModule("sys");
+        try (PyObject s = PyObject.steal(sys)) {
+            if (!s.hasAttr("_is_gil_enabled")) {
+                return false;
+            }
+            try (PyObject enabled = s.callMethod("_is_gil_enabled")) {
+                return !enabled.asBoolean();
+            }
+        }
     }
 
     private static void method(MemorySegment defs, int i, String name, MemorySegment fn, int flags, String doc) {
@@ -168,19 +185,37 @@ final class JavaTensorType {
                 throw new PythonException("RuntimeError", "this dlpack4j.Tensor has no Java tensor behind it");
             }
             ExportRequest request = DlpackArguments.parse(in.exporter, args, nargs, kwnames);
-            MemorySegment managed;
-            try {
-                managed = in.exporter.export(request);
-            } catch (Throwable t) {
-                throw exporterFailure(t);
-            }
-            if (managed == null || managed.address() == 0) {
-                throw new PythonException("RuntimeError", in.exporter.getClass().getName() + ".export returned NULL");
-            }
-            return Capsules.wrap(managed, request.versioned());
+            return Capsules.wrap(export(in, request), request.versioned());
         } catch (Throwable t) {
-            Py.raise(t);
+            raise(t);
             return MemorySegment.NULL;
+        }
+    }
+
+    /**
+     * {@code in}'s exporter asked for {@code request}: a fresh managed struct, never NULL.
+     *
+     * @throws PythonException what Python sees when the exporter throws or returns nothing
+     */
+    static MemorySegment export(Instance in, ExportRequest request) {
+        MemorySegment managed;
+        try {
+            managed = in.exporter.export(request);
+        } catch (Throwable t) {
+            throw exporterFailure(t);
+        }
+        if (managed == null || managed.address() == 0) {
+            throw new PythonException("RuntimeError", in.exporter.getClass().getName() + ".export returned NULL");
+        }
+        return managed;
+    }
+
+    /** Sets {@code t} as the Python exception, never throwing (the caller returns to C next). */
+    static void raise(Throwable t) {
+        try {
+            Py.raise(exporterFailure(t));
+        } catch (Throwable ignored) {
+            // Py.raise sets a RuntimeError of its own when it fails; nothing may reach C.
         }
     }
 
@@ -192,7 +227,12 @@ final class JavaTensorType {
         if (t instanceof PythonException p) {
             return p;
         }
-        String message = t.getMessage() == null ? t.getClass().getName() : t.getMessage();
+        String message;
+        try {
+            message = t.getMessage() == null ? t.getClass().getName() : t.getMessage();
+        } catch (Throwable inGetMessage) {
+            message = t.getClass().getName();
+        }
         if (t instanceof DlpackException) {
             return new PythonException("BufferError", message);
         }
@@ -208,12 +248,17 @@ final class JavaTensorType {
             }
             if (in.deviceTuple.address() == 0) {
                 io.github.dlpack4j.Device d = in.exporter.device();
-                in.deviceTuple = Convert.tupleOf(new Object[] {d.type().code(), d.id()});
+                MemorySegment made = Convert.tupleOf(new Object[] {d.type().code(), d.id()});
+                if (in.deviceTuple.address() == 0) { // making it may run Python code, and so another thread
+                    in.deviceTuple = made;
+                } else {
+                    Py.decRef(made);
+                }
             }
             Py.incRef(in.deviceTuple);
             return in.deviceTuple;
         } catch (Throwable t) {
-            Py.raise(exporterFailure(t));
+            raise(t);
             return MemorySegment.NULL;
         }
     }
@@ -232,28 +277,27 @@ final class JavaTensorType {
                     + in.exporter.device() + ((in.exporter.flags() & io.github.dlpack4j.DlpackFlags.READ_ONLY) != 0
                     ? ", read_only=True" : "") + ")");
         } catch (Throwable t) {
-            Py.raise(exporterFailure(t));
+            raise(t);
             return MemorySegment.NULL;
         }
     }
 
     /** {@code tp_finalize}: forgets the instance and lets go of what it held, keeping any pending exception. */
     private static void finalize(MemorySegment self) {
-        if (self.address() == lastAddress) {
-            lastAddress = 0;
-            lastInstance = null;
-        }
-        Instance in = INSTANCES.remove(self.address());
-        if (in == null) {
-            return;
-        }
         try (Arena arena = Arena.ofConfined()) {
+            if (self.address() == lastAddress) {
+                lastAddress = 0;
+                lastInstance = null;
+            }
+            Instance in = INSTANCES.remove(self.address());
+            if (in == null) {
+                return;
+            }
             MemorySegment error = arena.allocate(ADDRESS, 3);
             CApi.PyErr_Fetch.invokeExact(error, error.asSlice(8), error.asSlice(16));
             try {
-                MemorySegment view = in.view;
-                if (view != null) {
-                    Capsules.callDeleter(view, true);
+                if (in.view != null) {
+                    Capsules.callDeleter(in.view, true);
                 }
                 if (in.deviceTuple.address() != 0) {
                     Py.decRef(in.deviceTuple);

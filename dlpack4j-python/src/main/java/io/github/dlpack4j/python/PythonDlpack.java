@@ -37,7 +37,8 @@ public final class PythonDlpack {
      *
      * <p>A {@link Tensor} is held through its own {@link Tensor#share() share}: closing the Java
      * tensor does not affect the Python object, and the memory lives until the Java owner, the
-     * Python object and every consumer of an export have all let go, in any order. Any other
+     * Python object and every consumer of an export have all let go, in any order (for memory that
+     * {@link Tensor#wrap} borrowed, only as long as the caller's arena stays open). Any other
      * exporter is only referenced and must stay usable while Python uses the object.
      *
      * @throws IllegalStateException if {@code exporter} is a closed tensor

@@ -23,7 +23,14 @@ class ExportTest {
     static final Python PY = Python.start();
 
     static {
-        PY.exec("import numpy as np, torch, gc, jax, jax.numpy as jnp, jax.dlpack");
+        PY.exec("""
+                import numpy as np, torch, gc, jax, jax.numpy as jnp, jax.dlpack
+                def consumer_error(o):
+                    try:
+                        np.from_dlpack(o)
+                    except Exception as e:
+                        return (type(e).__name__, str(e))
+                """);
     }
 
     private int exportsBefore;
@@ -296,18 +303,57 @@ class ExportTest {
              PyObject refusing = PythonDlpack.toPython(new Failing(new DlpackException("not today")))) {
             PY.setGlobal("x_broken", broken);
             PY.setGlobal("x_refusing", refusing);
-            PY.exec("""
-                    def x_error(o):
-                        try:
-                            np.from_dlpack(o)
-                        except Exception as e:
-                            return (type(e).__name__, str(e))
-                    """);
-            try (PyObject r = PY.eval("[x_error(x_broken), x_error(x_refusing), repr(x_broken)]")) {
+            try (PyObject r = PY.eval("[consumer_error(x_broken), consumer_error(x_refusing), repr(x_broken)]")) {
                 assertThat(r.toJava()).isEqualTo(List.of(
                         List.of("RuntimeError", "the Java exporter failed: java.lang.IllegalStateException: disk on fire"),
                         List.of("BufferError", "not today"),
                         "dlpack4j.Tensor(shape=(4,), dtype=float32, device=cpu:0)"));
+            }
+        }
+    }
+
+    /** An exporter that breaks the contract by returning NULL. */
+    private record ReturnsNull(long flags) implements DlpackExporter {
+        @Override public Device device() {
+            return Device.CPU;
+        }
+
+        @Override public DataType dtype() {
+            return DataType.INT8;
+        }
+
+        @Override public long[] shape() {
+            return new long[] {1};
+        }
+
+        @Override public MemorySegment export(ExportRequest request) {
+            return MemorySegment.NULL;
+        }
+    }
+
+    @Test
+    void anExporterThatReturnsNullIsARuntimeErrorOnEveryRouteNotACrash() {
+        try (PyObject obj = PythonDlpack.toPython(new ReturnsNull(0))) {
+            PY.setGlobal("x_null", obj);
+            try (PyObject r = PY.eval("consumer_error(x_null)")) {
+                assertThat(((List<?>) r.toJava()).get(0)).isEqualTo("RuntimeError");
+            }
+            ExchangeApi api = ExchangeApi.fromObject(obj).orElseThrow();
+            assertThatThrownBy(() -> api.importNoSync(obj)).isInstanceOf(PythonException.class)
+                    .hasMessageContaining("returned NULL");
+            assertThatThrownBy(() -> api.withDLTensorView(obj, Tensor::numel)).isInstanceOf(PythonException.class)
+                    .hasMessageContaining("returned NULL");
+        }
+    }
+
+    @Test
+    void aReadOnlyTensorHasNoBorrowedViewWhichCouldNotSayReadOnly() {
+        try (Tensor t = Tensor.of(new int[] {1}); PyObject obj = PythonDlpack.toPython(t.readOnly())) {
+            ExchangeApi api = ExchangeApi.fromObject(obj).orElseThrow();
+            assertThatThrownBy(() -> api.withDLTensorView(obj, Tensor::numel)).isInstanceOf(PythonException.class)
+                    .satisfies(e -> assertThat(((PythonException) e).pythonType()).isEqualTo("BufferError"));
+            try (ExchangeTensor e = api.importNoSync(obj)) {
+                assertThat(e.tensor().tensor().isReadOnly()).isTrue();
             }
         }
     }
