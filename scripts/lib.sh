@@ -97,4 +97,8 @@ ensure_python_envs() {
   ensure_venv .venv-legacy python/requirements-legacy.txt
   # Python hosting the JVM: Debian's python3 with JPype (AttachTest).
   ensure_debian_packages python3 python3-jpype gcc   # gcc: AbiMatchesTheCHeaderTest compiles against dlpack.h
+  # ... and against Python.h: a Debian base Python keeps its headers in python3-dev.
+  local inc
+  inc="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
+  [ -f "$inc/Python.h" ] || ensure_debian_packages python3-dev
 }

@@ -50,10 +50,26 @@ final class JavaTensorType {
     }
 
     private static final ConcurrentHashMap<Long, Instance> INSTANCES = new ConcurrentHashMap<>();
-    private static final int Py_tp_doc = 56;
-    private static final int Py_tp_methods = 64;
-    private static final int Py_tp_repr = 66;
-    private static final int Py_tp_finalize = 80;
+    // From Python.h (3.10+); AbiMatchesTheCHeaderTest checks each against the headers with gcc.
+    static final int Py_tp_doc = 56;
+    static final int Py_tp_methods = 64;
+    static final int Py_tp_repr = 66;
+    static final int Py_tp_finalize = 80;
+    static final int Py_TPFLAGS_DISALLOW_INSTANTIATION = 1 << 7;
+    /** {@code struct PyMethodDef { const char* ml_name; PyCFunction ml_meth; int ml_flags; const char* ml_doc; }} */
+    static final long METHOD_DEF_SIZE = 32;
+    static final long ML_METH = 8;
+    static final long ML_FLAGS = 16;
+    static final long ML_DOC = 24;
+    /** {@code struct PyType_Slot { int slot; void* pfunc; }} */
+    static final long SLOT_SIZE = 16;
+    static final long SLOT_PFUNC = 8;
+    /** {@code struct PyType_Spec { const char* name; int basicsize; int itemsize; unsigned int flags; PyType_Slot* slots; }} */
+    static final long SPEC_SIZE = 32;
+    static final long SPEC_BASICSIZE = 8;
+    static final long SPEC_ITEMSIZE = 12;
+    static final long SPEC_FLAGS = 16;
+    static final long SPEC_SLOTS = 24;
     private static MemorySegment type;
 
     private JavaTensorType() {}
@@ -119,28 +135,25 @@ final class JavaTensorType {
         MemorySegment finalize = linker.upcallStub(lookup.findStatic(JavaTensorType.class, "finalize",
                 MethodType.methodType(void.class, MemorySegment.class)), FunctionDescriptor.ofVoid(ADDRESS), global);
 
-        // PyMethodDef[3]: { const char* ml_name; void* ml_meth; int ml_flags; const char* ml_doc; }, NULL-terminated
-        MemorySegment methods = global.allocate(3 * 32L, 8);
+        MemorySegment methods = global.allocate(3 * METHOD_DEF_SIZE, 8); // the third, zeroed, ends the table
         method(methods, 0, "__dlpack__", dlpack, CApi.METH_FASTCALL | CApi.METH_KEYWORDS,
                 "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
                         + "A new DLPack capsule sharing the Java tensor's memory (a copy if copy=True).");
         method(methods, 1, "__dlpack_device__", device, CApi.METH_NOARGS,
                 "__dlpack_device__($self, /)\n--\n\nThe (device_type, device_id) of the data.");
-        // PyType_Slot[5]: { int slot; void* pfunc; }, {0, NULL}-terminated
-        MemorySegment slots = global.allocate(5 * 16L, 8);
+        MemorySegment slots = global.allocate(5 * SLOT_SIZE, 8); // the fifth, zeroed, ends the list
         slot(slots, 0, Py_tp_methods, methods);
         slot(slots, 1, Py_tp_repr, repr);
         slot(slots, 2, Py_tp_finalize, finalize);
         slot(slots, 3, Py_tp_doc, global.allocateFrom("A Java tensor (dlpack4j), shared through DLPack: "
                 + "pass it to numpy.from_dlpack, torch.from_dlpack or jax.numpy.from_dlpack."));
-        // PyType_Spec: { const char* name; int basicsize; int itemsize; unsigned int flags; PyType_Slot* slots; }
-        MemorySegment spec = global.allocate(32, 8);
+        MemorySegment spec = global.allocate(SPEC_SIZE, 8);
         spec.set(ADDRESS, 0, global.allocateFrom("dlpack4j.Tensor"));
-        spec.set(JAVA_INT, 8, 0); // inherit object's size: no fields of our own
-        spec.set(JAVA_INT, 12, 0);
-        // Py_TPFLAGS_DISALLOW_INSTANTIATION (3.10): no tp_new; no BASETYPE, no GC (instances hold no Python objects)
-        spec.set(JAVA_INT, 16, 1 << 7);
-        spec.set(ADDRESS, 24, slots);
+        spec.set(JAVA_INT, SPEC_BASICSIZE, 0); // inherit object's size: no fields of our own
+        spec.set(JAVA_INT, SPEC_ITEMSIZE, 0);
+        // No tp_new (Python cannot make instances), no subclasses, no GC (instances hold no Python objects).
+        spec.set(JAVA_INT, SPEC_FLAGS, Py_TPFLAGS_DISALLOW_INSTANTIATION);
+        spec.set(ADDRESS, SPEC_SLOTS, slots);
         MemorySegment t = Py.check((MemorySegment) CApi.PyType_FromSpec.invokeExact(spec));
         try (Arena arena = Arena.ofConfined()) {
             Py.check((int) CApi.PyObject_SetAttrString.invokeExact(t, arena.allocateFrom("__dlpack_c_exchange_api__"),
@@ -163,16 +176,16 @@ final class JavaTensorType {
     }
 
     private static void method(MemorySegment defs, int i, String name, MemorySegment fn, int flags, String doc) {
-        MemorySegment d = defs.asSlice(i * 32L, 32);
+        MemorySegment d = defs.asSlice(i * METHOD_DEF_SIZE, METHOD_DEF_SIZE);
         d.set(ADDRESS, 0, Arena.global().allocateFrom(name));
-        d.set(ADDRESS, 8, fn);
-        d.set(JAVA_INT, 16, flags);
-        d.set(ADDRESS, 24, Arena.global().allocateFrom(doc));
+        d.set(ADDRESS, ML_METH, fn);
+        d.set(JAVA_INT, ML_FLAGS, flags);
+        d.set(ADDRESS, ML_DOC, Arena.global().allocateFrom(doc));
     }
 
     private static void slot(MemorySegment slots, int i, int id, MemorySegment fn) {
-        slots.set(JAVA_INT, i * 16L, id);
-        slots.set(ADDRESS, i * 16L + 8, fn);
+        slots.set(JAVA_INT, i * SLOT_SIZE, id);
+        slots.set(ADDRESS, i * SLOT_SIZE + SLOT_PFUNC, fn);
     }
 
     // ---------------------------------------------------------------- upcalls (GIL held; nothing may reach C)

@@ -20,7 +20,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The layouts of io.github.dlpack4j.abi against a C compiler's answer for the real dlpack.h 1.3
- * (the copy torch 2.13 ships in .venv): every offset and size, and the version macros.
+ * (the copy torch 2.13 ships in .venv): every offset and size, and the version macros; and the
+ * CPython structs and numbers that the Python type for Java tensors is built from, against the
+ * embedded Python's own headers.
  */
 class AbiMatchesTheCHeaderTest {
     @TempDir
@@ -70,8 +72,46 @@ class AbiMatchesTheCHeaderTest {
         ours.put("kDLFloat4_e2m1fn", 17L);
         ours.put("DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED", 4L);
 
-        StringBuilder c = new StringBuilder("#include <stdio.h>\n#include <stddef.h>\n#include <ATen/dlpack.h>\nint main(void) {\n");
-        for (String expr : ours.keySet()) {
+        assertThat(gccAnswers(include, "ATen/dlpack.h", ours.keySet())).isEqualTo(ours);
+    }
+
+    @Test
+    void theTypeSpecMethodTableAndSlotNumbersAreWhatGccComputesFromPythonH() throws Exception {
+        Path include;
+        try (PyObject p = Python.start().eval("__import__('sysconfig').get_paths()['include']")) {
+            include = Path.of(p.str());
+        }
+        assertThat(include.resolve("Python.h")).exists();
+        Map<String, Long> ours = new LinkedHashMap<>();
+        ours.put("Py_tp_doc", (long) JavaTensorType.Py_tp_doc);
+        ours.put("Py_tp_methods", (long) JavaTensorType.Py_tp_methods);
+        ours.put("Py_tp_repr", (long) JavaTensorType.Py_tp_repr);
+        ours.put("Py_tp_finalize", (long) JavaTensorType.Py_tp_finalize);
+        ours.put("Py_TPFLAGS_DISALLOW_INSTANTIATION", (long) JavaTensorType.Py_TPFLAGS_DISALLOW_INSTANTIATION);
+        ours.put("METH_VARARGS", (long) CApi.METH_VARARGS);
+        ours.put("METH_KEYWORDS", (long) CApi.METH_KEYWORDS);
+        ours.put("METH_NOARGS", (long) CApi.METH_NOARGS);
+        ours.put("METH_FASTCALL", (long) CApi.METH_FASTCALL);
+        ours.put("Py_file_input", (long) CApi.Py_file_input);
+        ours.put("Py_eval_input", (long) CApi.Py_eval_input);
+        ours.put("sizeof(PyMethodDef)", JavaTensorType.METHOD_DEF_SIZE);
+        ours.put("offsetof(PyMethodDef, ml_meth)", JavaTensorType.ML_METH);
+        ours.put("offsetof(PyMethodDef, ml_flags)", JavaTensorType.ML_FLAGS);
+        ours.put("offsetof(PyMethodDef, ml_doc)", JavaTensorType.ML_DOC);
+        ours.put("sizeof(PyType_Slot)", JavaTensorType.SLOT_SIZE);
+        ours.put("offsetof(PyType_Slot, pfunc)", JavaTensorType.SLOT_PFUNC);
+        ours.put("sizeof(PyType_Spec)", JavaTensorType.SPEC_SIZE);
+        ours.put("offsetof(PyType_Spec, basicsize)", JavaTensorType.SPEC_BASICSIZE);
+        ours.put("offsetof(PyType_Spec, itemsize)", JavaTensorType.SPEC_ITEMSIZE);
+        ours.put("offsetof(PyType_Spec, flags)", JavaTensorType.SPEC_FLAGS);
+        ours.put("offsetof(PyType_Spec, slots)", JavaTensorType.SPEC_SLOTS);
+        assertThat(gccAnswers(include, "Python.h", ours.keySet())).isEqualTo(ours);
+    }
+
+    /** What a C program compiled against {@code header} prints for each integer expression. */
+    private Map<String, Long> gccAnswers(Path include, String header, Iterable<String> expressions) throws Exception {
+        StringBuilder c = new StringBuilder("#include <" + header + ">\n#include <stdio.h>\n#include <stddef.h>\nint main(void) {\n");
+        for (String expr : expressions) {
             c.append("  printf(\"%s=%lld\\n\", \"").append(expr).append("\", (long long) (").append(expr).append("));\n");
         }
         c.append("  return 0;\n}\n");
@@ -88,6 +128,6 @@ class AbiMatchesTheCHeaderTest {
             theirs.put(line.substring(0, eq), Long.parseLong(line.substring(eq + 1)));
         }
         assertThat(run.waitFor(10, TimeUnit.SECONDS)).isTrue();
-        assertThat(theirs).isEqualTo(ours);
+        return theirs;
     }
 }
