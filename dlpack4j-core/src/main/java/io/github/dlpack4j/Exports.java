@@ -135,7 +135,7 @@ final class Exports {
     static void delete(long address) {
         // One deleter serves both ABIs, whose manager_ctx sits at different offsets: take the
         // candidate whose slot holds a record of this very struct.
-        MemorySegment self = MemorySegment.ofAddress(address).reinterpret(DLManagedTensor.SIZE);
+        MemorySegment self = NativeMemory.at(address, DLManagedTensor.SIZE);
         long slot = self.get(JAVA_LONG, DLManagedTensorVersioned.MANAGER_CTX);
         Export e = recordAt(slot, address);
         if (e == null) {

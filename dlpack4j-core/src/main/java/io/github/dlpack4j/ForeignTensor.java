@@ -49,7 +49,7 @@ record ForeignTensor(DlpackVersion version, long flags, Device device, DataType 
 
     /** The deleter pointer of the managed struct at {@code ptr}, NULL if it has none. */
     static MemorySegment deleterOf(MemorySegment ptr, boolean versioned) {
-        MemorySegment s = ptr.reinterpret(versioned ? DLManagedTensorVersioned.SIZE : DLManagedTensor.SIZE);
+        MemorySegment s = NativeMemory.at(ptr.address(), versioned ? DLManagedTensorVersioned.SIZE : DLManagedTensor.SIZE);
         return s.get(ADDRESS_UNALIGNED, versioned ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER);
     }
 
@@ -59,7 +59,7 @@ record ForeignTensor(DlpackVersion version, long flags, Device device, DataType 
      * @throws DlpackException naming the first field that breaks the standard
      */
     static ForeignTensor read(MemorySegment ptr, boolean versioned) {
-        MemorySegment s = ptr.reinterpret(versioned ? DLManagedTensorVersioned.SIZE : DLManagedTensor.SIZE);
+        MemorySegment s = NativeMemory.at(ptr.address(), versioned ? DLManagedTensorVersioned.SIZE : DLManagedTensor.SIZE);
         DlpackVersion version = LEGACY;
         long flags = 0;
         long dl;
@@ -89,7 +89,7 @@ record ForeignTensor(DlpackVersion version, long flags, Device device, DataType 
         }
         Device device = readDevice(s, dl + DLTensor.DEVICE, prefix);
         DataType dtype = readDtype(s, dl + DLTensor.DTYPE, prefix);
-        long[] shape = readArray(s.get(ADDRESS_UNALIGNED, dl + DLTensor.SHAPE), ndim, prefix + "shape");
+        long[] shape = readArray(s.get(ADDRESS_UNALIGNED, dl + DLTensor.SHAPE), ndim, "dl_tensor.shape");
         for (int d = 0; d < ndim; d++) {
             if (shape[d] < 0) {
                 throw new DlpackException(prefix + "shape[" + d + "] = " + shape[d] + ": extents must not be negative");
@@ -106,7 +106,7 @@ record ForeignTensor(DlpackVersion version, long flags, Device device, DataType 
         MemorySegment stridesPtr = s.get(ADDRESS_UNALIGNED, dl + DLTensor.STRIDES);
         long[] strides = stridesPtr.address() == 0 && ndim > 0
                 ? Shapes.rowMajorStrides(shape) // allowed from producers older than DLPack 1.2
-                : readArray(stridesPtr, ndim, prefix + "strides");
+                : readArray(stridesPtr, ndim, "dl_tensor.strides");
         boolean padded = (flags & DlpackFlags.IS_SUBBYTE_TYPE_PADDED) != 0 && dtype.isSubByte();
         Shapes.Extent extent;
         try {
@@ -181,6 +181,6 @@ record ForeignTensor(DlpackVersion version, long flags, Device device, DataType 
             throw new DlpackException(field + " = NULL, but ndim = " + n);
         }
         checkPointer(p.address(), 8, field);
-        return p.reinterpret(8L * n).toArray(JAVA_LONG_UNALIGNED);
+        return NativeMemory.longs(p.address(), n);
     }
 }

@@ -104,7 +104,7 @@ public final class ManagedTensor implements AutoCloseable {
             release.run();
             throw e instanceof DlpackException ? e : new DlpackException("malformed managed tensor: " + e, e);
         }
-        MemorySegment base = MemorySegment.ofAddress(f.start()).reinterpret(f.length());
+        MemorySegment base = NativeMemory.at(f.start(), f.length());
         MemoryOwner memory = MemoryOwner.create(base, release, false);
         Tensor.Handle handle = new Tensor.Handle(memory.ownerHold());
         boolean readOnly = (f.flags() & DlpackFlags.READ_ONLY) != 0;

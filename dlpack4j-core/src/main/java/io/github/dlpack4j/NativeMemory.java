@@ -6,6 +6,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -32,7 +33,25 @@ final class NativeMemory {
 
     private static final LongAdder BYTES_IN_USE = new LongAdder();
 
+    /**
+     * All of the address space as one segment, made once: {@link #at} slices it, which costs a bounds
+     * check where {@code MemorySegment.reinterpret} costs a caller and native-access check per call.
+     */
+    private static final MemorySegment EVERYTHING = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+
     private NativeMemory() {}
+
+    /** The {@code size} bytes at {@code address} (global scope), like {@code ofAddress(address).reinterpret(size)}. */
+    static MemorySegment at(long address, long size) {
+        return EVERYTHING.asSlice(address, size);
+    }
+
+    /** {@code n} longs read from {@code address}. */
+    static long[] longs(long address, int n) {
+        long[] a = new long[n];
+        MemorySegment.copy(EVERYTHING, ValueLayout.JAVA_LONG_UNALIGNED, address, a, 0, n);
+        return a;
+    }
 
     /** {@code malloc(size)} of at least one byte, as a segment of {@code size} bytes. */
     static MemorySegment malloc(long size) {
@@ -62,7 +81,7 @@ final class NativeMemory {
             throw new OutOfMemoryError("native allocation of " + size + " bytes failed");
         }
         BYTES_IN_USE.add(size);
-        return p.reinterpret(size);
+        return at(p.address(), size);
     }
 
     /** Frees memory from {@link #malloc} or {@link #allocateData}; {@code size} as allocated. */
