@@ -180,12 +180,11 @@ final class MemoryOwner {
                     LockSupport.parkNanos(10_000);
                 }
             }
-            Arena a;
-            synchronized (this) {
-                a = arena;
-                arena = null;
-                scoped = null;
-            }
+            // No lock: scoped() writes these between enter() and exit(), and the loop above saw every
+            // exit(), so those writes happen-before this read; no scoped() can enter any more.
+            Arena a = arena;
+            arena = null;
+            scoped = null;
             if (a != null && !tryClose(a)) {
                 // A native call still holds a segment of the arena (it may even be the caller of
                 // this release, through an upcall): finish on another thread, never block here.

@@ -53,6 +53,16 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
 
     /** The open/closed state shared by an owning tensor and all views made from it. */
     static final class Handle {
+        private static final java.lang.invoke.VarHandle CLOSED;
+
+        static {
+            try {
+                CLOSED = java.lang.invoke.MethodHandles.lookup().findVarHandle(Handle.class, "closed", boolean.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
         private volatile boolean closed;
         private Cleaner.Cleanable hold;
 
@@ -71,11 +81,8 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
 
         /** Closes once; returns whether this call closed it. */
         boolean close() {
-            synchronized (this) {
-                if (closed) {
-                    return false;
-                }
-                closed = true;
+            if (!CLOSED.compareAndSet(this, false, true)) {
+                return false;
             }
             hold.clean();
             return true;
