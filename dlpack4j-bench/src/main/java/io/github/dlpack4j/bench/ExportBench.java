@@ -71,7 +71,7 @@ public class ExportBench {
         try (PyObject t = python.eval("[best('np.from_dlpack(j)'), best('np.from_dlpack(a)'), "
                 + "best('torch.from_dlpack(j)', 20_000), best('torch.from_dlpack(a)', 20_000)]")) {
             java.util.List<?> ns = (java.util.List<?>) t.toJava();
-            System.out.printf("%n[python] timeit: numpy.from_dlpack(java) %.1f ns, numpy.from_dlpack(ndarray) %.1f ns (%.2fx); "
+            System.out.printf("%n[in-fork] timeit: numpy.from_dlpack(java) %.1f ns, numpy.from_dlpack(ndarray) %.1f ns (%.2fx); "
                     + "torch.from_dlpack(java) %.1f ns, torch.from_dlpack(ndarray) %.1f ns (%.2fx)%n",
                     ns.get(0), ns.get(1), (Double) ns.get(0) / (Double) ns.get(1),
                     ns.get(2), ns.get(3), (Double) ns.get(2) / (Double) ns.get(3));
