@@ -249,6 +249,9 @@ final class JavaTensorType {
         if (t instanceof DlpackException) {
             return new PythonException("BufferError", message);
         }
+        if (t instanceof OutOfMemoryError) {
+            return new PythonException("MemoryError", message);
+        }
         return new PythonException("RuntimeError", "the Java exporter failed: " + t.getClass().getName() + ": " + message);
     }
 

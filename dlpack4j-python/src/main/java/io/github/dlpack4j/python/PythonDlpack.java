@@ -30,15 +30,26 @@ public final class PythonDlpack {
     }
 
     /**
-     * A Python object ({@code dlpack4j.Tensor}) for {@code exporter}, with {@code __dlpack__},
+     * A Python object ({@code dlpack4j.Tensor}) for {@code tensor}, with {@code __dlpack__},
      * {@code __dlpack_device__} and the DLPack C Exchange API. It is reusable: each
      * {@code __dlpack__} call makes a fresh export in a fresh single-use capsule, and the object
      * stays valid.
      *
-     * <p>A {@link Tensor} is held through its own {@link Tensor#share() share}: closing the Java
-     * tensor does not affect the Python object, and the memory lives until the Java owner, the
-     * Python object and every consumer of an export have all let go, in any order (for memory that
-     * {@link Tensor#wrap} borrowed, only as long as the caller's arena stays open). Any other
+     * <p>The object holds its own {@link Tensor#share() share} of the tensor: closing the Java
+     * tensor does not affect it, and the memory lives until the Java owner, the Python object and
+     * every consumer of an export have all let go, in any order (for memory that
+     * {@link Tensor#wrap} borrowed, only as long as the caller's arena stays open).
+     *
+     * @throws IllegalStateException if {@code tensor} is closed
+     */
+    public static PyObject toPython(Tensor tensor) {
+        return toPython((DlpackExporter) tensor);
+    }
+
+    /**
+     * A Python object ({@code dlpack4j.Tensor}) for any {@link DlpackExporter}: each
+     * {@code __dlpack__} call asks it for a fresh export of the request (see
+     * {@link #toPython(Tensor)}). A {@link Tensor} is held through its own share, as there; any other
      * exporter is only referenced and must stay usable while Python uses the object.
      *
      * @throws IllegalStateException if {@code exporter} is a closed tensor
