@@ -13,3 +13,6 @@ marker = [41]
 probe = jpype.JClass("io.github.dlpack4j.python.AttachProbe")
 print("RESULT", probe.run())
 print("MARKER", marker[0])
+# Exit with a Java tensor object, a NumPy array over Java memory and a Java function
+# still alive: JPype destroys the JVM at exit, before Python frees them.
+probe.leaveExportsToTheHost()

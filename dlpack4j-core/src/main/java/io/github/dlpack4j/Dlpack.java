@@ -60,6 +60,16 @@ public final class Dlpack {
         return NativeMemory.bytesInUse();
     }
 
+    /**
+     * Makes every live export's deleter NULL, leaking its memory, and returns how many there were:
+     * for a host process that is about to destroy the JVM while consumers still hold exports (a
+     * Python process with JPype at exit), so that their later deletion skips the deleter instead
+     * of calling into a JVM that is gone. {@code Python.attach()} arranges this by itself.
+     */
+    public static int abandonLiveExports() {
+        return Exports.abandonAll();
+    }
+
     /** The address of the deleter every export carries. */
     public static MemorySegment deleter() {
         return Exports.DELETER;

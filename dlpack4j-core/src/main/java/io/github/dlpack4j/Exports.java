@@ -28,7 +28,7 @@ import java.lang.invoke.MethodType;
  * because a consumer may call it at any time, on any thread, late.
  */
 final class Exports {
-    private record Export(long address, MemoryOwner memory, long blockSize) {}
+    private record Export(long address, MemoryOwner memory, long blockSize, boolean versioned) {}
 
     private static final ExportRegistry<Export> LIVE = new ExportRegistry<>();
 
@@ -73,7 +73,7 @@ final class Exports {
             memory.release();
             throw e;
         }
-        Export record = new Export(block.address(), memory, blockSize);
+        Export record = new Export(block.address(), memory, blockSize, versioned);
         long slot;
         try {
             slot = LIVE.add(record);
@@ -152,6 +152,21 @@ final class Exports {
     private static Export recordAt(long slot, long address) {
         Export e = LIVE.get(slot);
         return e != null && e.address() == address ? e : null;
+    }
+
+    /**
+     * Sets the deleter of every live export to NULL, so that consumers which outlive the JVM never
+     * call into it (DLPack consumers skip a NULL deleter); the exports' memory is leaked. Returns how
+     * many there were.
+     */
+    static int abandonAll() {
+        int[] n = {0};
+        LIVE.forEach(e -> {
+            NativeMemory.at(e.address(), e.blockSize()).set(java.lang.foreign.ValueLayout.ADDRESS,
+                    e.versioned() ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER, MemorySegment.NULL);
+            n[0]++;
+        });
+        return n[0];
     }
 
     static boolean isOurDeleter(MemorySegment fn) {

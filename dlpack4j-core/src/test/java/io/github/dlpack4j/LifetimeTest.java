@@ -175,4 +175,26 @@ class LifetimeTest {
         }
         assertThat(Dlpack.nativeBytesInUse()).isEqualTo(before);
     }
+
+    @Test
+    void abandonedExportsHaveNoDeleterAndLeakTheirMemory() {
+        long before = Dlpack.nativeBytesInUse();
+        int exportsBefore = Dlpack.liveExports();
+        MemorySegment v;
+        MemorySegment l;
+        try (Tensor x = Tensor.of(new double[] {1, 2})) {
+            v = Dlpack.exportVersioned(x);
+            l = Dlpack.exportLegacy(x);
+        }
+        assertThat(Dlpack.abandonLiveExports()).isGreaterThanOrEqualTo(2);
+        assertThat(v.reinterpret(io.github.dlpack4j.abi.DLManagedTensorVersioned.SIZE)
+                .get(ValueLayout.ADDRESS, io.github.dlpack4j.abi.DLManagedTensorVersioned.DELETER).address()).isZero();
+        assertThat(l.reinterpret(io.github.dlpack4j.abi.DLManagedTensor.SIZE)
+                .get(ValueLayout.ADDRESS, io.github.dlpack4j.abi.DLManagedTensor.DELETER).address()).isZero();
+        // This test's own exports go back the way a consumer that outlived nothing would return them.
+        Exports.delete(v.address());
+        Exports.delete(l.address());
+        assertThat(Dlpack.liveExports()).isEqualTo(exportsBefore);
+        assertThat(Dlpack.nativeBytesInUse()).isEqualTo(before);
+    }
 }

@@ -60,6 +60,10 @@ final class Capsules {
         }
     }
 
+    /** Per thread: room for a pending exception's (type, value, traceback) while a deleter runs. */
+    private static final ThreadLocal<MemorySegment> ERROR = ThreadLocal.withInitial(
+            () -> Arena.global().allocate(ValueLayout.ADDRESS, 3));
+
     private Capsules() {}
 
     /**
@@ -103,15 +107,13 @@ final class Capsules {
             MemorySegment managed = (MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(capsule, name);
             if (managed.address() != 0) {
                 // A capsule may die while an exception is being raised: keep it out of the deleter's way.
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment error = arena.allocate(ValueLayout.ADDRESS, 3);
-                    CApi.PyErr_Fetch.invokeExact(error, error.asSlice(8), error.asSlice(16));
-                    try {
-                        callDeleter(managed, versioned);
-                    } finally {
-                        CApi.PyErr_Restore.invokeExact(error.get(ValueLayout.ADDRESS, 0), error.get(ValueLayout.ADDRESS, 8),
-                                error.get(ValueLayout.ADDRESS, 16));
-                    }
+                MemorySegment error = ERROR.get();
+                CApi.PyErr_Fetch.invokeExact(error, error.asSlice(8), error.asSlice(16));
+                try {
+                    callDeleter(managed, versioned);
+                } finally {
+                    CApi.PyErr_Restore.invokeExact(error.get(ValueLayout.ADDRESS, 0), error.get(ValueLayout.ADDRESS, 8),
+                            error.get(ValueLayout.ADDRESS, 16));
                 }
             }
         } catch (Throwable ignored) {

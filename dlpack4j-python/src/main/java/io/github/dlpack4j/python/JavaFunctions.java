@@ -18,7 +18,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * object address ever reaches C. The id sits in a capsule whose destructor forgets the function.
  */
 final class JavaFunctions {
-    private static final ConcurrentHashMap<Long, PythonFunction> FUNCTIONS = new ConcurrentHashMap<>();
+    /** A live function and its {@code self} capsule. */
+    private record Entry(PythonFunction fn, long capsule) {}
+
+    private static final ConcurrentHashMap<Long, Entry> FUNCTIONS = new ConcurrentHashMap<>();
     private static final AtomicLong IDS = new AtomicLong();
     private static final MemorySegment METHOD_DEF;
     private static final MemorySegment CAPSULE_DESTRUCTOR;
@@ -49,11 +52,11 @@ final class JavaFunctions {
     /** A new Python callable for {@code fn}; needs the GIL. The function lives as long as the callable. */
     static MemorySegment create(PythonFunction fn) {
         long id = IDS.incrementAndGet();
-        FUNCTIONS.put(id, fn);
         try {
             // The capsule's destructor forgets the function when Python frees the callable.
             MemorySegment self = Py.check((MemorySegment) CApi.PyCapsule_New.invokeExact(
                     MemorySegment.ofAddress(id), MemorySegment.NULL, CAPSULE_DESTRUCTOR));
+            FUNCTIONS.put(id, new Entry(fn, self.address()));
             try {
                 return Py.check((MemorySegment) CApi.PyCFunction_NewEx.invokeExact(METHOD_DEF, self, MemorySegment.NULL));
             } finally {
@@ -63,6 +66,19 @@ final class JavaFunctions {
             FUNCTIONS.remove(id);
             throw Py.unchecked(t);
         }
+    }
+
+    /**
+     * Keeps every live function's capsule alive for good, so that Python never runs its destructor
+     * (an upcall): for a host that destroys the JVM before Python frees them. Needs the GIL.
+     */
+    static int keepAllAlive() {
+        int n = 0;
+        for (Entry e : FUNCTIONS.values()) {
+            Py.incRef(MemorySegment.ofAddress(e.capsule()));
+            n++;
+        }
+        return n;
     }
 
     /** The capsule destructor: never throws into C. */
@@ -82,7 +98,8 @@ final class JavaFunctions {
     private static MemorySegment invoke(MemorySegment self, MemorySegment args) {
         try {
             long id = ((MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(self, MemorySegment.NULL)).address();
-            PythonFunction fn = FUNCTIONS.get(id);
+            Entry entry = FUNCTIONS.get(id);
+            PythonFunction fn = entry == null ? null : entry.fn();
             if (fn == null) {
                 throw new IllegalStateException("Java function " + id + " is gone");
             }

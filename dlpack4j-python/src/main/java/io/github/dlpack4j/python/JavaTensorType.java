@@ -99,6 +99,19 @@ final class JavaTensorType {
         return in;
     }
 
+    /**
+     * Keeps every live instance alive for good, so that Python never runs its finalizer (an upcall):
+     * for a host that destroys the JVM before Python frees them. Needs the GIL.
+     */
+    static int keepAllAlive() {
+        int n = 0;
+        for (Long address : INSTANCES.keySet()) {
+            Py.incRef(MemorySegment.ofAddress(address));
+            n++;
+        }
+        return n;
+    }
+
     /** Instances Python has not freed yet. */
     static int liveInstances() {
         return INSTANCES.size();

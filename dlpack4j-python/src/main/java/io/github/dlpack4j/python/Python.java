@@ -100,6 +100,7 @@ public final class Python {
         NativeLibrary.bindPython(process);
         Python p = Gil.with(() -> new Python(sysString("version"), sysString("executable"), mainGlobals()));
         installShutdownHook();
+        HostExit.register(p); // the host's Python outlives this JVM: let go of it in time
         return p;
     }
 
@@ -212,6 +213,11 @@ public final class Python {
 
     private static void installShutdownHook() {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> shuttingDown = true, "dlpack4j-python-shutdown"));
+    }
+
+    /** From a host's exit on ({@link HostExit}): like the JVM's own shutdown, references are left alone. */
+    static void markHostExit() {
+        shuttingDown = true;
     }
 
     /** Whether the JVM is shutting down: references are then left to the process's end. */

@@ -29,7 +29,7 @@ class AttachTest {
         String out = Files.readString(log, StandardCharsets.UTF_8);
         assertThat(finished).as("the JPype host finished: %s", out).isTrue();
         assertThat(out).as("JPype host output (is python3-jpype installed? scripts/test installs it)")
-                .contains("RESULT " + HOST_PYTHON + " 45").contains("MARKER 42");
-        assertThat(p.exitValue()).isZero();
+                .contains("RESULT " + HOST_PYTHON + " 45").contains("MARKER 42").contains("EXPORTS 6.0 7");
+        assertThat(p.exitValue()).as("exit status of a host that outlives the JVM: %s", out).isZero();
     }
 }
