@@ -140,13 +140,18 @@ final class DlpackArguments {
         for (int i = 0; i < n; i++) {
             keywords[i] = keyword(Py.check((MemorySegment) CApi.PyTuple_GetItem.invokeExact(kwnames, (long) i)));
         }
-        Py.incRef(kwnames);
-        if (lastKwnames.address() != 0) {
-            Py.decRef(lastKwnames);
-        }
-        lastKwnames = kwnames;
+        lastKwnames = keep(kwnames, lastKwnames);
         lastKeywords = keywords;
         return keywords;
+    }
+
+    /** Takes a reference to {@code now} and drops the one to {@code before} (NULL for none); returns {@code now}. */
+    private static MemorySegment keep(MemorySegment now, MemorySegment before) {
+        Py.incRef(now);
+        if (before.address() != 0) {
+            Py.decRef(before);
+        }
+        return now;
     }
 
     /** Which keyword {@code name} is: by identity when interned, by value otherwise; -1 for none. */
@@ -221,11 +226,7 @@ final class DlpackArguments {
         boolean plainInt = type.address() == LONG_TYPE.address();
         Py.decRef(type);
         if (plainInt) { // an int's value cannot change; an object with __index__ might
-            Py.incRef(maxVersion);
-            if (lastMaxVersion.address() != 0) {
-                Py.decRef(lastMaxVersion);
-            }
-            lastMaxVersion = maxVersion;
+            lastMaxVersion = keep(maxVersion, lastMaxVersion);
             lastMajor = major;
         }
         return major;
