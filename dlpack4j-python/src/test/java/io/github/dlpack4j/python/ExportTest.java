@@ -265,6 +265,39 @@ class ExportTest {
     }
 
     @Test
+    void fourJavaThreadsHandTheSameTensorToNumpyAndTorchWhileJavaClosesIt() throws Exception {
+        Tensor t = Tensor.of(new double[] {2, 4, 6});
+        try (PyObject obj = PythonDlpack.toPython(t)) {
+            PY.setGlobal("x_java", obj);
+        }
+        PY.exec("""
+                def x_consume(n, torch_first):
+                    total = 0.0
+                    for i in range(n):
+                        consume = torch.from_dlpack if (i % 2 == 0) == torch_first else np.from_dlpack
+                        total += float(consume(x_java)[2])
+                    return total""");
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+        try {
+            List<java.util.concurrent.Future<Double>> sums = new java.util.ArrayList<>();
+            for (int w = 0; w < 4; w++) {
+                boolean torchFirst = w % 2 == 0;
+                sums.add(pool.submit(() -> {
+                    try (PyObject r = PY.eval("x_consume(2000, " + (torchFirst ? "True" : "False") + ")")) {
+                        return r.asDouble();
+                    }
+                }));
+            }
+            t.close(); // the Python object keeps its own share
+            for (java.util.concurrent.Future<Double> f : sums) {
+                assertThat(f.get(2, java.util.concurrent.TimeUnit.MINUTES)).isEqualTo(12_000.0);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    @Test
     void aCapsuleIsConsumedOnlyOnce() {
         try (Tensor t = Tensor.of(new int[] {1, 2}); PyObject obj = PythonDlpack.toPython(t)) {
             PY.setGlobal("x_java", obj);
