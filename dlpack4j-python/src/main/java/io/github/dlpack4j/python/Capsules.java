@@ -86,7 +86,7 @@ final class Capsules {
     /** Calls the deleter of a managed struct, if it has one. */
     static void callDeleter(MemorySegment managed, boolean versioned) throws Throwable {
         long at = versioned ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER;
-        MemorySegment deleter = managed.reinterpret(at + ValueLayout.ADDRESS.byteSize()).get(ValueLayout.ADDRESS, at);
+        MemorySegment deleter = Py.at(managed, at + ValueLayout.ADDRESS.byteSize()).get(ValueLayout.ADDRESS, at);
         if (deleter.address() != 0) {
             CALL_DELETER.invokeExact(deleter, managed);
         }

@@ -72,7 +72,7 @@ final class DlpackArguments {
         MemorySegment copy = NONE;
         if (kwnames.address() != 0) {
             int[] keywords = keywords(kwnames);
-            MemorySegment values = args.reinterpret(keywords.length * ADDRESS.byteSize());
+            MemorySegment values = Py.at(args, keywords.length * ADDRESS.byteSize());
             for (int i = 0; i < keywords.length; i++) {
                 MemorySegment value = values.getAtIndex(ADDRESS, i);
                 switch (keywords[i]) {

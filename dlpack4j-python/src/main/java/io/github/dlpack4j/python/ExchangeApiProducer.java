@@ -120,7 +120,7 @@ final class ExchangeApiProducer {
             long[] shape = ndim == 0 ? new long[0]
                     : p.get(ADDRESS, DLTensor.SHAPE).reinterpret(8L * ndim).toArray(JAVA_LONG);
             try (Tensor t = Tensor.zeros(dtype, shape)) {
-                out.reinterpret(ADDRESS.byteSize()).set(ADDRESS, 0, Dlpack.exportVersioned(t));
+                Py.at(out, ADDRESS.byteSize()).set(ADDRESS, 0, Dlpack.exportVersioned(t));
             }
             return 0;
         } catch (Throwable t) {
@@ -146,7 +146,7 @@ final class ExchangeApiProducer {
     private static int fromPyObject(MemorySegment obj, MemorySegment out) {
         try {
             MemorySegment managed = JavaTensorType.export(instanceOf(obj), ExportRequest.VERSIONED);
-            out.reinterpret(ADDRESS.byteSize()).set(ADDRESS, 0, managed);
+            Py.at(out, ADDRESS.byteSize()).set(ADDRESS, 0, managed);
             return 0;
         } catch (Throwable t) {
             JavaTensorType.raise(t);
@@ -167,7 +167,7 @@ final class ExchangeApiProducer {
                 m.close();
                 throw t;
             }
-            out.reinterpret(ADDRESS.byteSize()).set(ADDRESS, 0, o);
+            Py.at(out, ADDRESS.byteSize()).set(ADDRESS, 0, o);
             return 0;
         } catch (Throwable t) {
             JavaTensorType.raise(t); // a DlpackException (malformed tensor) becomes a BufferError
@@ -186,8 +186,8 @@ final class ExchangeApiProducer {
             if (in.view == null) { // the GIL, held by every caller, orders this
                 in.view = JavaTensorType.export(in, ExportRequest.VERSIONED);
             }
-            MemorySegment.copy(in.view.reinterpret(DLManagedTensorVersioned.SIZE), DLManagedTensorVersioned.DL_TENSOR,
-                    out.reinterpret(DLTensor.SIZE), 0, DLTensor.SIZE);
+            MemorySegment.copy(Py.at(in.view, DLManagedTensorVersioned.SIZE), DLManagedTensorVersioned.DL_TENSOR,
+                    Py.at(out, DLTensor.SIZE), 0, DLTensor.SIZE);
             return 0;
         } catch (Throwable t) {
             JavaTensorType.raise(t);
@@ -198,7 +198,7 @@ final class ExchangeApiProducer {
     /** {@code current_work_stream}: Java tensors have no work in flight on any stream. */
     private static int currentWorkStream(int deviceType, int deviceId, MemorySegment out) {
         try {
-            out.reinterpret(ADDRESS.byteSize()).set(ADDRESS, 0, MemorySegment.NULL);
+            Py.at(out, ADDRESS.byteSize()).set(ADDRESS, 0, MemorySegment.NULL);
             return 0;
         } catch (Throwable t) {
             JavaTensorType.raise(t);

@@ -57,6 +57,17 @@ final class Py {
         return status;
     }
 
+    /**
+     * All of the address space as one segment, made once: slicing it costs a bounds check, where
+     * {@code MemorySegment.reinterpret} costs a caller and native-access check on every call.
+     */
+    private static final MemorySegment MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+
+    /** The {@code size} bytes at {@code address}, like {@code ofAddress(address).reinterpret(size)}. */
+    static MemorySegment at(MemorySegment address, long size) {
+        return MEMORY.asSlice(address.address(), size);
+    }
+
     /** Throws the pending Python error if {@code size} is -1. */
     static long checkSize(long size) {
         if (size == -1) {
