@@ -298,6 +298,26 @@ class ExportTest {
     }
 
     @Test
+    void anImportedNumpyArrayGoesOnToTorchAndNumpysDeleterWaitsForTheLastHolder() {
+        PY.exec("import weakref\nx_src = np.arange(4.0)\nx_alive = weakref.ref(x_src)");
+        try (PyObject src = PY.getGlobal("x_src"); io.github.dlpack4j.ManagedTensor m = PythonDlpack.fromDlpack(src);
+             PyObject obj = PythonDlpack.toPython(m.tensor())) {
+            PY.setGlobal("x_java", obj);
+        }
+        PY.exec("x_t = torch.from_dlpack(x_java)\ndel x_java, x_src\ngc.collect()");
+        try (PyObject r = PY.eval("(x_alive() is not None, x_t.tolist())")) {
+            assertThat(r.toJava()).as("Java closed its import and its object; torch still holds numpy's memory")
+                    .isEqualTo(List.of(true, List.of(0.0, 1.0, 2.0, 3.0)));
+        }
+        PY.exec("x_t[1] = 10\nx_view = x_alive()");
+        assertThat(doubles("x_view.tolist()")).containsExactly(0, 10, 2, 3);
+        PY.exec("del x_t, x_view\ngc.collect()");
+        try (PyObject gone = PY.eval("x_alive() is None")) {
+            assertThat(gone.asBoolean()).as("numpy's array is freed once torch let go").isTrue();
+        }
+    }
+
+    @Test
     void aCapsuleIsConsumedOnlyOnce() {
         try (Tensor t = Tensor.of(new int[] {1, 2}); PyObject obj = PythonDlpack.toPython(t)) {
             PY.setGlobal("x_java", obj);
