@@ -1,6 +1,6 @@
 """Python hosts the JVM (JPype) and Java attaches to this interpreter: run by AttachTest.
 
-usage: python3 attach_from_jpype.py LIBJVM CLASSPATH
+usage: python3 attach_from_jpype.py LIBJVM CLASSPATH atexit|explicit
 """
 import sys
 
@@ -16,3 +16,7 @@ print("MARKER", marker[0])
 # Exit with a Java tensor object, a NumPy array over Java memory and a Java function
 # still alive: JPype destroys the JVM at exit, before Python frees them.
 probe.leaveExportsToTheHost()
+if sys.argv[3] == "explicit":
+    # The JVM goes first, by the program's own call; Python goes on with Java memory.
+    jpype.shutdownJVM()
+    print("AFTER SHUTDOWN", consumed.sum(), flush=True)

@@ -61,10 +61,11 @@ public final class Dlpack {
     }
 
     /**
-     * Makes every live export's deleter NULL, leaking its memory, and returns how many there were:
-     * for a host process that is about to destroy the JVM while consumers still hold exports (a
-     * Python process with JPype at exit), so that their later deletion skips the deleter instead
-     * of calling into a JVM that is gone. {@code Python.attach()} arranges this by itself.
+     * Makes every live export's deleter NULL, and that of every export made from now on, leaking
+     * their memory; returns how many were live: for a host process that is about to destroy the
+     * JVM while consumers still hold exports (a Python process with JPype at exit), so that their
+     * later deletion skips the deleter instead of calling into a JVM that is gone. There is no
+     * undoing it. {@code Python.attach()} arranges this by itself.
      */
     public static int abandonLiveExports() {
         return Exports.abandonAll();

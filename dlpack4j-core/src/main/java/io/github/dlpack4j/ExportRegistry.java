@@ -67,15 +67,15 @@ final class ExportRegistry<T> {
         }
     }
 
-    /** Calls {@code action} with every record live at the time (a racing add or remove may or may not be seen). */
-    void forEach(java.util.function.Consumer<T> action) {
+    /** Calls {@code action} with the slot and record of every record live at the time (a racing add or remove may or may not be seen). */
+    void forEach(java.util.function.ObjIntConsumer<T> action) {
         int c = chunks;
         for (int i = 0; i < c; i++) {
             AtomicReferenceArray<T> chunk = records[i];
             for (int j = 0; j < CHUNK; j++) {
                 T r = chunk.get(j);
                 if (r != null) {
-                    action.accept(r);
+                    action.accept(r, (i << CHUNK_BITS) | j);
                 }
             }
         }

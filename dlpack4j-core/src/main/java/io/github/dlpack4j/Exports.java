@@ -112,7 +112,23 @@ final class Exports {
         block.set(JAVA_LONG, dl + DLTensor.SHAPE, block.address() + shapeAt);
         block.set(JAVA_LONG, dl + DLTensor.STRIDES, block.address() + stridesAt);
         block.set(JAVA_LONG, dl + DLTensor.BYTE_OFFSET, 0L);
+        if (abandoned) {
+            abandon((int) slot, record); // made while (or after) the process let go of its exports
+        }
         return block;
+    }
+
+    /** Set once by {@link #abandonAll}: exports made from then on are abandoned as they are made. */
+    private static volatile boolean abandoned;
+
+    /** Takes {@code e} out of the registry and, if this call did, makes its deleter NULL. */
+    private static boolean abandon(int slot, Export e) {
+        if (!LIVE.remove(slot, e)) {
+            return false; // its deleter ran meanwhile and freed the block
+        }
+        NativeMemory.at(e.address(), e.blockSize()).set(java.lang.foreign.ValueLayout.ADDRESS,
+                e.versioned() ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER, MemorySegment.NULL);
+        return true;
     }
 
     /** The upcall: never lets anything escape into C, which would kill the JVM. */
@@ -156,15 +172,18 @@ final class Exports {
 
     /**
      * Sets the deleter of every live export to NULL, so that consumers which outlive the JVM never
-     * call into it (DLPack consumers skip a NULL deleter); the exports' memory is leaked. Returns how
-     * many there were.
+     * call into it (DLPack consumers skip a NULL deleter), and does the same to every export made
+     * afterwards; the exports' memory is leaked. Each record is taken out of the registry first, so
+     * a deleter running at the same time frees its block or this writes to it, never both. Returns
+     * how many were abandoned.
      */
     static int abandonAll() {
+        abandoned = true;
         int[] n = {0};
-        LIVE.forEach(e -> {
-            NativeMemory.at(e.address(), e.blockSize()).set(java.lang.foreign.ValueLayout.ADDRESS,
-                    e.versioned() ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER, MemorySegment.NULL);
-            n[0]++;
+        LIVE.forEach((e, slot) -> {
+            if (abandon(slot, e)) {
+                n[0]++;
+            }
         });
         return n[0];
     }

@@ -768,8 +768,14 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     public Tensor share() {
         checkOpen();
         memory.retain(); // throws if the memory was released meanwhile
-        return new Tensor(memory, Handle.holding(memory), true, offset, shape, strides, dtype, device, readOnly,
-                paddedSubByte);
+        Handle h;
+        try {
+            h = Handle.holding(memory);
+        } catch (RuntimeException | Error e) {
+            memory.release();
+            throw e;
+        }
+        return new Tensor(memory, h, true, offset, shape, strides, dtype, device, readOnly, paddedSubByte);
     }
 
     /** A new owning, compact, writable copy of the elements (the caller closes it). */

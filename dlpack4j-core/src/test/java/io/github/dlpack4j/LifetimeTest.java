@@ -177,24 +177,17 @@ class LifetimeTest {
     }
 
     @Test
-    void abandonedExportsHaveNoDeleterAndLeakTheirMemory() {
-        long before = Dlpack.nativeBytesInUse();
-        int exportsBefore = Dlpack.liveExports();
-        MemorySegment v;
-        MemorySegment l;
-        try (Tensor x = Tensor.of(new double[] {1, 2})) {
-            v = Dlpack.exportVersioned(x);
-            l = Dlpack.exportLegacy(x);
-        }
-        assertThat(Dlpack.abandonLiveExports()).isGreaterThanOrEqualTo(2);
-        assertThat(v.reinterpret(io.github.dlpack4j.abi.DLManagedTensorVersioned.SIZE)
-                .get(ValueLayout.ADDRESS, io.github.dlpack4j.abi.DLManagedTensorVersioned.DELETER).address()).isZero();
-        assertThat(l.reinterpret(io.github.dlpack4j.abi.DLManagedTensor.SIZE)
-                .get(ValueLayout.ADDRESS, io.github.dlpack4j.abi.DLManagedTensor.DELETER).address()).isZero();
-        // This test's own exports go back the way a consumer that outlived nothing would return them.
-        Exports.delete(v.address());
-        Exports.delete(l.address());
-        assertThat(Dlpack.liveExports()).isEqualTo(exportsBefore);
-        assertThat(Dlpack.nativeBytesInUse()).isEqualTo(before);
+    void abandonedExportsAndEveryLaterOneHaveNoDeleterAndTheRegistryForgetsThem() throws Exception {
+        // Abandoning is for good, so it runs in a JVM of its own.
+        java.nio.file.Path log = java.nio.file.Files.createTempFile("dlpack4j-abandon", ".log");
+        Process p = new ProcessBuilder(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                AbandonProbe.class.getName()).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        assertThat(p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        String out = java.nio.file.Files.readString(log);
+        java.nio.file.Files.delete(log);
+        assertThat(out).as(out).contains("abandoned 2, live after 0, deleters 0 0, later export's deleter 0, live 0")
+                .contains("a late delete call is ignored");
+        assertThat(p.exitValue()).as(out).isZero();
     }
 }

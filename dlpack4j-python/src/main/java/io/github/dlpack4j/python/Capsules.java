@@ -62,7 +62,7 @@ final class Capsules {
 
     /** Per thread: room for a pending exception's (type, value, traceback) while a deleter runs. */
     private static final ThreadLocal<MemorySegment> ERROR = ThreadLocal.withInitial(
-            () -> Arena.global().allocate(ValueLayout.ADDRESS, 3));
+            () -> Arena.ofAuto().allocate(ValueLayout.ADDRESS, 3));
 
     private Capsules() {}
 
@@ -109,11 +109,15 @@ final class Capsules {
                 // A capsule may die while an exception is being raised: keep it out of the deleter's way.
                 MemorySegment error = ERROR.get();
                 CApi.PyErr_Fetch.invokeExact(error, error.asSlice(8), error.asSlice(16));
+                // Into locals at once: the deleter may run another destroy on this thread (through
+                // PendingDecrefs), which reuses the scratch.
+                MemorySegment type = error.get(ValueLayout.ADDRESS, 0);
+                MemorySegment value = error.get(ValueLayout.ADDRESS, 8);
+                MemorySegment traceback = error.get(ValueLayout.ADDRESS, 16);
                 try {
                     callDeleter(managed, versioned);
                 } finally {
-                    CApi.PyErr_Restore.invokeExact(error.get(ValueLayout.ADDRESS, 0), error.get(ValueLayout.ADDRESS, 8),
-                            error.get(ValueLayout.ADDRESS, 16));
+                    CApi.PyErr_Restore.invokeExact(type, value, traceback);
                 }
             }
         } catch (Throwable ignored) {

@@ -140,18 +140,19 @@ final class DlpackArguments {
         for (int i = 0; i < n; i++) {
             keywords[i] = keyword(Py.check((MemorySegment) CApi.PyTuple_GetItem.invokeExact(kwnames, (long) i)));
         }
-        lastKwnames = keep(kwnames, lastKwnames);
+        MemorySegment before = lastKwnames;
+        Py.incRef(kwnames);
+        lastKwnames = kwnames;
         lastKeywords = keywords;
+        release(before); // last: dropping it may run Python code that calls back in
         return keywords;
     }
 
-    /** Takes a reference to {@code now} and drops the one to {@code before} (NULL for none); returns {@code now}. */
-    private static MemorySegment keep(MemorySegment now, MemorySegment before) {
-        Py.incRef(now);
+    /** Drops the reference to a cache's previous object, if there was one. */
+    private static void release(MemorySegment before) {
         if (before.address() != 0) {
             Py.decRef(before);
         }
-        return now;
     }
 
     /** Which keyword {@code name} is: by identity when interned, by value otherwise; -1 for none. */
@@ -226,8 +227,11 @@ final class DlpackArguments {
         boolean plainInt = type.address() == LONG_TYPE.address();
         Py.decRef(type);
         if (plainInt) { // an int's value cannot change; an object with __index__ might
-            lastMaxVersion = keep(maxVersion, lastMaxVersion);
+            MemorySegment before = lastMaxVersion;
+            Py.incRef(maxVersion);
+            lastMaxVersion = maxVersion;
             lastMajor = major;
+            release(before);
         }
         return major;
     }

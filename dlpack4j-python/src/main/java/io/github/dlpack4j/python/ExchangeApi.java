@@ -43,7 +43,7 @@ import java.util.function.Function;
  */
 public final class ExchangeApi {
     private static final MemorySegment CAPSULE_NAME = Arena.global().allocateFrom("dlpack_exchange_api");
-    private static final ConcurrentHashMap<Long, Optional<ExchangeApi>> BY_TYPE = new ConcurrentHashMap<>();
+    private static final ConcurrentHashMap<Long, Found> BY_TYPE = new ConcurrentHashMap<>();
     private static final Linker LINKER = Linker.nativeLinker();
     private static final MethodHandle ALLOCATOR_INVOKER = LINKER.downcallHandle(DLPackExchangeAPI.MANAGED_TENSOR_ALLOCATOR_FN);
     private static final MethodHandle TWO_POINTER_INVOKER = LINKER.downcallHandle(DLPackExchangeAPI.MANAGED_TENSOR_FROM_PY_OBJECT_NO_SYNC_FN);
@@ -74,19 +74,14 @@ public final class ExchangeApi {
 
     /** The exchange API of {@code obj}'s type, if it has one this consumer understands (major 1). */
     public static Optional<ExchangeApi> fromObject(PyObject obj) {
-        return Gil.with(() -> {
-            try (PyObject type = obj.attr("__class__")) {
-                long key = type.borrow().address();
-                Optional<ExchangeApi> cached = BY_TYPE.get(key);
-                if (cached != null) {
-                    return cached;
-                }
-                Optional<ExchangeApi> found = discover(type);
-                BY_TYPE.put(key, found);
-                return found;
-            }
-        });
+        return Gil.with(() -> Optional.ofNullable(forObject(obj.borrow())));
     }
+
+    /**
+     * What was found for one type, with a reference to the type: the type cannot be freed while it
+     * is cached, so its address cannot come back as another type's.
+     */
+    private record Found(PyObject type, ExchangeApi api) {}
 
     /** The type most recently looked up and its table (or null): imports usually repeat a type. */
     private record LastLookup(long type, ExchangeApi api) {}
@@ -101,19 +96,16 @@ public final class ExchangeApi {
             Py.decRef(type); // the cache holds the type alive, so its address cannot be reused
             return l.api();
         }
-        Optional<ExchangeApi> cached = BY_TYPE.get(type.address());
-        if (cached == null) {
-            try (PyObject t = PyObject.steal(type)) {
-                Py.incRef(type);
-                cached = discover(t);
-                BY_TYPE.put(type.address(), cached);
-            }
+        Found found = BY_TYPE.get(type.address());
+        if (found == null) {
+            PyObject t = PyObject.steal(type); // the cache keeps this reference for good
+            found = new Found(t, discover(t).orElse(null));
+            BY_TYPE.put(type.address(), found);
+        } else {
+            Py.decRef(type);
         }
-        Py.decRef(type);
-        if (cached.isPresent()) {
-            last = new LastLookup(type.address(), cached.get());
-        }
-        return cached.orElse(null);
+        last = new LastLookup(type.address(), found.api());
+        return found.api();
     }
 
     private static Optional<ExchangeApi> discover(PyObject type) throws Throwable {
@@ -172,7 +164,7 @@ public final class ExchangeApi {
     }
 
     /** A pointer-sized out-parameter per thread, instead of an arena per call. */
-    private static final ThreadLocal<MemorySegment> OUT = ThreadLocal.withInitial(() -> Arena.global().allocate(ADDRESS));
+    private static final ThreadLocal<MemorySegment> OUT = ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(ADDRESS));
 
     /** {@link #importNoSync(PyObject)} with the GIL held. */
     ExchangeTensor importNoSync(MemorySegment obj) throws Throwable {

@@ -175,9 +175,13 @@ public final class ImportRequest {
         }
     }
 
-    /** Per thread: self and the max_version value of a vectorcall. */
+    /**
+     * Per thread: self and the max_version value of a vectorcall (freed with the thread). A nested
+     * call on the same thread reuses it, which is safe because callees read their arguments before
+     * running anything that could call back.
+     */
     private static final ThreadLocal<MemorySegment> ARGS = ThreadLocal.withInitial(
-            () -> java.lang.foreign.Arena.global().allocate(ValueLayout.ADDRESS, 2));
+            () -> java.lang.foreign.Arena.ofAuto().allocate(ValueLayout.ADDRESS, 2));
     private static final MemorySegment DUNDER_DLPACK = java.lang.foreign.Arena.global().allocateFrom("__dlpack__");
     // Made once with the GIL held and kept for the life of the process.
     private static MemorySegment emptyTuple;

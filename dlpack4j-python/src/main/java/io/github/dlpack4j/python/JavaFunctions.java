@@ -57,6 +57,9 @@ final class JavaFunctions {
             MemorySegment self = Py.check((MemorySegment) CApi.PyCapsule_New.invokeExact(
                     MemorySegment.ofAddress(id), MemorySegment.NULL, CAPSULE_DESTRUCTOR));
             FUNCTIONS.put(id, new Entry(fn, self.address()));
+            if (Python.isShuttingDown()) {
+                Py.incRef(self); // made after the host let go of Java (HostExit): never to be freed
+            }
             try {
                 return Py.check((MemorySegment) CApi.PyCFunction_NewEx.invokeExact(METHOD_DEF, self, MemorySegment.NULL));
             } finally {

@@ -78,6 +78,9 @@ final class JavaTensorType {
     static MemorySegment newInstance(DlpackExporter exporter, AutoCloseable owned) throws Throwable {
         MemorySegment o = Py.check((MemorySegment) CApi.PyType_GenericAlloc.invokeExact(type(), 0L));
         INSTANCES.put(o.address(), new Instance(exporter, owned));
+        if (Python.isShuttingDown()) {
+            Py.incRef(o); // made after the host let go of Java (HostExit): never to be finalized
+        }
         return o;
     }
 

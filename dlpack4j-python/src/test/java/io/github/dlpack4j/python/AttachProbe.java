@@ -16,8 +16,8 @@ public final class AttachProbe {
             py.setGlobal("java_function", fn);
         }
         py.exec("""
-                import numpy
-                consumed = numpy.from_dlpack(java_tensor)
+                import numpy, __main__
+                __main__.consumed = consumed = numpy.from_dlpack(java_tensor)
                 print("EXPORTS", consumed.sum(), java_function(), flush=True)
                 """);
     }

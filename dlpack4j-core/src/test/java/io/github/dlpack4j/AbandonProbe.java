@@ -1,0 +1,30 @@
+package io.github.dlpack4j;
+
+import io.github.dlpack4j.abi.DLManagedTensor;
+import io.github.dlpack4j.abi.DLManagedTensorVersioned;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/** Run in a child JVM by {@link LifetimeTest}: {@link Dlpack#abandonLiveExports()} cannot be undone. */
+public final class AbandonProbe {
+    private AbandonProbe() {}
+
+    private static long deleter(MemorySegment p, boolean versioned) {
+        long at = versioned ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER;
+        return p.reinterpret(at + 8).get(ValueLayout.ADDRESS, at).address();
+    }
+
+    public static void main(String[] args) {
+        Tensor x = Tensor.of(new double[] {1, 2});
+        MemorySegment v = Dlpack.exportVersioned(x);
+        MemorySegment l = Dlpack.exportLegacy(x);
+        int n = Dlpack.abandonLiveExports();
+        int liveAfter = Dlpack.liveExports();
+        MemorySegment later = Dlpack.exportVersioned(x);
+        System.out.println("abandoned " + n + ", live after " + liveAfter + ", deleters " + deleter(v, true) + " "
+                + deleter(l, false) + ", later export's deleter " + deleter(later, true) + ", live " + Dlpack.liveExports());
+        Exports.delete(v.address()); // a consumer that kept the old deleter pointer: nothing happens
+        x.close();
+        System.out.println("a late delete call is ignored; live " + Dlpack.liveExports());
+    }
+}
