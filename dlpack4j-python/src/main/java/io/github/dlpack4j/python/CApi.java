@@ -131,7 +131,6 @@ final class CApi {
     static final MethodHandle PyTuple_GetItem = fn("PyTuple_GetItem", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG));
     static final MethodHandle PyUnicode_InternFromString = fn("PyUnicode_InternFromString", P_P);
     static final MethodHandle PyUnicode_CompareWithASCIIString = fn("PyUnicode_CompareWithASCIIString", I_PP);
-    static final MethodHandle PyErr_WriteUnraisable = fn("PyErr_WriteUnraisable", V_P);
 
     /**
      * {@code PyObject_VectorcallMethod(name, args, nargsf, kwnames)}: a method call without a bound
