@@ -21,8 +21,9 @@ import java.lang.foreign.MemorySegment;
  * {@code TypeError}/{@code OverflowError}; a device the tensor is not on: {@code BufferError});
  * {@code copy} (a string: {@code ValueError}; otherwise its truth value); {@code max_version} (not a
  * 2-tuple: {@code TypeError}; a major that is not an int: its conversion error); {@code stream}
- * (anything but None on the CPU: {@code RuntimeError}); and a read-only tensor asked for the legacy
- * ABI without a copy ({@code BufferError}).
+ * (anything but None on the CPU: {@code RuntimeError}; elsewhere an int, without the values DLPack
+ * reserves: 0 on CUDA, 1 and 2 on ROCm, {@code ValueError}); and a read-only tensor asked for the
+ * legacy ABI without a copy ({@code BufferError}).
  *
  * <p>A {@code max_version} with major 1 or more selects the versioned ABI (at version 1.3); none, or
  * a 0.x maximum, selects the legacy one. Needs the GIL.
@@ -96,6 +97,7 @@ final class DlpackArguments {
                         + "streams), got stream=" + Py.str(stream));
             }
             streamValue = asLong(stream);
+            checkStream(device.type(), streamValue);
         }
         if (!versioned && !Boolean.TRUE.equals(copyPolicy)) {
             long flags = exporter.flags();
@@ -112,6 +114,19 @@ final class DlpackArguments {
             return versioned ? ExportRequest.VERSIONED : ExportRequest.LEGACY; // the common requests, no allocation
         }
         return new ExportRequest(versioned, copyPolicy, requested, streamValue);
+    }
+
+    /** The stream numbers DLPack reserves per device type (-1, "do not synchronise", is always fine). */
+    private static void checkStream(DeviceType type, long stream) {
+        boolean cuda = type == DeviceType.CUDA || type == DeviceType.CUDA_MANAGED;
+        if (cuda && stream == 0) {
+            throw new PythonException("ValueError", "stream=0 is ambiguous for CUDA and DLPack disallows it: "
+                    + "use 1 for the legacy default stream, 2 for the per-thread default stream");
+        }
+        if (type == DeviceType.ROCM && (stream == 1 || stream == 2)) {
+            throw new PythonException("ValueError", "stream=" + stream + " is not supported for ROCm: "
+                    + "use None or 0 for the default stream");
+        }
     }
 
     private static boolean isNone(MemorySegment o) {

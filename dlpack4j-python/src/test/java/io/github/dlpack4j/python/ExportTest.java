@@ -240,6 +240,65 @@ class ExportTest {
                 .contains("read-only refused with BufferError").endsWith("exit 0");
     }
 
+    /** An exporter that says its data is on a device and records the stream it is asked for. */
+    private static final class OnDevice implements DlpackExporter {
+        final io.github.dlpack4j.DeviceType type;
+        final Tensor host = Tensor.of(new float[] {1, 2, 3, 4});
+        volatile Long lastStream;
+
+        OnDevice(io.github.dlpack4j.DeviceType type) {
+            this.type = type;
+        }
+
+        @Override public Device device() {
+            return new Device(type, 0);
+        }
+
+        @Override public DataType dtype() {
+            return DataType.FLOAT32;
+        }
+
+        @Override public long[] shape() {
+            return new long[] {4};
+        }
+
+        @Override public long flags() {
+            return 0;
+        }
+
+        @Override public MemorySegment export(ExportRequest request) {
+            lastStream = request.stream();
+            return Dlpack.exportVersioned(host); // stands in for device memory: only the request is under test
+        }
+    }
+
+    @Test
+    void deviceStreamsArePassedOnExceptTheValuesDlpackReservesPerDevice() {
+        OnDevice cuda = new OnDevice(io.github.dlpack4j.DeviceType.CUDA);
+        OnDevice rocm = new OnDevice(io.github.dlpack4j.DeviceType.ROCM);
+        try (PyObject c = PythonDlpack.toPython(cuda); PyObject r = PythonDlpack.toPython(rocm)) {
+            PY.setGlobal("x_cuda", c);
+            PY.setGlobal("x_rocm", r);
+            PY.exec("""
+                    def x_outcome(o, s):
+                        try:
+                            o.__dlpack__(stream=s, max_version=(1, 3))
+                            return 'ok'
+                        except Exception as e:
+                            return type(e).__name__""");
+            try (PyObject out = PY.eval("[x_outcome(x_cuda, s) for s in (None, -1, 0, 1, 2, 12345)] + "
+                    + "[x_outcome(x_rocm, s) for s in (None, -1, 0, 1, 2, 12345)] + [x_outcome(x_cuda, 'x')]")) {
+                assertThat(out.toJava()).isEqualTo(List.of("ok", "ok", "ValueError", "ok", "ok", "ok",
+                        "ok", "ok", "ok", "ValueError", "ValueError", "ok", "TypeError"));
+            }
+            PY.exec("x_cuda.__dlpack__(stream=7, max_version=(1, 3))");
+            assertThat(cuda.lastStream).isEqualTo(7L);
+        } finally {
+            cuda.host.close();
+            rocm.host.close();
+        }
+    }
+
     @Test
     void pythonCannotMakeInstancesOfTheType() {
         try (Tensor t = Tensor.of(new int[] {1}); PyObject obj = PythonDlpack.toPython(t)) {
