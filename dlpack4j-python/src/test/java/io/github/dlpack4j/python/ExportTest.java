@@ -241,7 +241,7 @@ class ExportTest {
     }
 
     /** An exporter that says its data is on a device and records the stream it is asked for. */
-    private static final class OnDevice implements DlpackExporter {
+    private static final class OnDevice implements FourFloats {
         final io.github.dlpack4j.DeviceType type;
         final Tensor host = Tensor.of(new float[] {1, 2, 3, 4});
         volatile Long lastStream;
@@ -252,18 +252,6 @@ class ExportTest {
 
         @Override public Device device() {
             return new Device(type, 0);
-        }
-
-        @Override public DataType dtype() {
-            return DataType.FLOAT32;
-        }
-
-        @Override public long[] shape() {
-            return new long[] {4};
-        }
-
-        @Override public long flags() {
-            return 0;
         }
 
         @Override public MemorySegment export(ExportRequest request) {
