@@ -94,6 +94,14 @@ final class ExchangeApiProducer {
         return TABLE;
     }
 
+    /** The {@code size} bytes a caller's pointer argument points to; a NULL one is refused, not written. */
+    private static MemorySegment outParameter(MemorySegment pointer, long size) {
+        if (pointer.address() == 0) {
+            throw new PythonException("ValueError", "dlpack4j's exchange API was given a NULL pointer argument");
+        }
+        return Py.at(pointer, size);
+    }
+
     private static JavaTensorType.Instance instanceOf(MemorySegment obj) {
         JavaTensorType.Instance in = JavaTensorType.instance(obj);
         if (in == null) {
@@ -105,7 +113,8 @@ final class ExchangeApiProducer {
     /** {@code managed_tensor_allocator}: errors go to {@code SetError}, not to Python. */
     private static int allocate(MemorySegment prototype, MemorySegment out, MemorySegment errorCtx, MemorySegment setError) {
         try {
-            MemorySegment p = prototype.reinterpret(DLTensor.SIZE);
+            MemorySegment o = outParameter(out, ADDRESS.byteSize());
+            MemorySegment p = outParameter(prototype, DLTensor.SIZE);
             int deviceType = p.get(JAVA_INT, DLTensor.DEVICE + DLDevice.DEVICE_TYPE);
             if (deviceType != DeviceType.CPU.code()) {
                 throw new IllegalArgumentException("dlpack4j allocates on the CPU only, not on device type " + deviceType);
@@ -120,7 +129,7 @@ final class ExchangeApiProducer {
             long[] shape = ndim == 0 ? new long[0]
                     : p.get(ADDRESS, DLTensor.SHAPE).reinterpret(8L * ndim).toArray(JAVA_LONG);
             try (Tensor t = Tensor.zeros(dtype, shape)) {
-                Py.at(out, ADDRESS.byteSize()).set(ADDRESS, 0, Dlpack.exportVersioned(t));
+                o.set(ADDRESS, 0, Dlpack.exportVersioned(t));
             }
             return 0;
         } catch (Throwable t) {
@@ -145,8 +154,8 @@ final class ExchangeApiProducer {
     /** {@code managed_tensor_from_py_object_no_sync}. */
     private static int fromPyObject(MemorySegment obj, MemorySegment out) {
         try {
-            MemorySegment managed = JavaTensorType.export(instanceOf(obj), ExportRequest.VERSIONED);
-            Py.at(out, ADDRESS.byteSize()).set(ADDRESS, 0, managed);
+            MemorySegment result = outParameter(out, ADDRESS.byteSize()); // checked before anything is made
+            result.set(ADDRESS, 0, JavaTensorType.export(instanceOf(obj), ExportRequest.VERSIONED));
             return 0;
         } catch (Throwable t) {
             JavaTensorType.raise(t);
@@ -160,14 +169,13 @@ final class ExchangeApiProducer {
             // Adoption deletes a malformed tensor itself. The deleter may run on any thread that lets go
             // last (a re-export's consumer, the cleaner): it gets the GIL, as capsule imports do.
             ManagedTensor m = ManagedTensor.adoptVersioned(managed, Capsules.UNDER_GIL);
-            MemorySegment o;
             try {
-                o = JavaTensorType.newInstance(m.tensor(), m);
+                MemorySegment result = outParameter(out, ADDRESS.byteSize());
+                result.set(ADDRESS, 0, JavaTensorType.newInstance(m.tensor(), m));
             } catch (Throwable t) {
-                m.close();
+                m.close(); // ownership was passed either way: the producer's deleter runs now
                 throw t;
             }
-            Py.at(out, ADDRESS.byteSize()).set(ADDRESS, 0, o);
             return 0;
         } catch (Throwable t) {
             JavaTensorType.raise(t); // a DlpackException (malformed tensor) becomes a BufferError
@@ -178,6 +186,7 @@ final class ExchangeApiProducer {
     /** {@code dltensor_from_py_object_no_sync}: the DLTensor of an export kept with the object. */
     private static int dltensorView(MemorySegment obj, MemorySegment out) {
         try {
+            MemorySegment result = outParameter(out, DLTensor.SIZE);
             JavaTensorType.Instance in = instanceOf(obj);
             if ((in.exporter.flags() & (DlpackFlags.READ_ONLY | DlpackFlags.IS_SUBBYTE_TYPE_PADDED)) != 0) {
                 throw new PythonException("BufferError", "a DLTensor view cannot say read-only or padded (it has no "
@@ -187,7 +196,7 @@ final class ExchangeApiProducer {
                 in.view = JavaTensorType.export(in, ExportRequest.VERSIONED);
             }
             MemorySegment.copy(Py.at(in.view, DLManagedTensorVersioned.SIZE), DLManagedTensorVersioned.DL_TENSOR,
-                    Py.at(out, DLTensor.SIZE), 0, DLTensor.SIZE);
+                    result, 0, DLTensor.SIZE);
             return 0;
         } catch (Throwable t) {
             JavaTensorType.raise(t);
@@ -198,7 +207,7 @@ final class ExchangeApiProducer {
     /** {@code current_work_stream}: Java tensors have no work in flight on any stream. */
     private static int currentWorkStream(int deviceType, int deviceId, MemorySegment out) {
         try {
-            Py.at(out, ADDRESS.byteSize()).set(ADDRESS, 0, MemorySegment.NULL);
+            outParameter(out, ADDRESS.byteSize()).set(ADDRESS, 0, MemorySegment.NULL);
             return 0;
         } catch (Throwable t) {
             JavaTensorType.raise(t);

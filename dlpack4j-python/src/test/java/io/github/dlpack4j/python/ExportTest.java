@@ -462,6 +462,36 @@ class ExportTest {
     }
 
     @Test
+    void ourExchangeTableRefusesNullPointerArgumentsInsteadOfWritingThroughThem() {
+        java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
+        MemorySegment table = ExchangeApiProducer.table();
+        var twoPointers = linker.downcallHandle(io.github.dlpack4j.abi.DLPackExchangeAPI.MANAGED_TENSOR_FROM_PY_OBJECT_NO_SYNC_FN);
+        var allocator = linker.downcallHandle(io.github.dlpack4j.abi.DLPackExchangeAPI.MANAGED_TENSOR_ALLOCATOR_FN);
+        var stream = linker.downcallHandle(io.github.dlpack4j.abi.DLPackExchangeAPI.CURRENT_WORK_STREAM_FN);
+        try (Tensor t = Tensor.of(new int[] {1, 2}); PyObject obj = PythonDlpack.toPython(t)) {
+            List<Integer> statuses = Gil.with(() -> {
+                MemorySegment nul = MemorySegment.NULL;
+                java.util.ArrayList<Integer> r = new java.util.ArrayList<>();
+                for (long at : new long[] {io.github.dlpack4j.abi.DLPackExchangeAPI.MANAGED_TENSOR_FROM_PY_OBJECT_NO_SYNC,
+                        io.github.dlpack4j.abi.DLPackExchangeAPI.DLTENSOR_FROM_PY_OBJECT_NO_SYNC,
+                        io.github.dlpack4j.abi.DLPackExchangeAPI.MANAGED_TENSOR_TO_PY_OBJECT_NO_SYNC}) {
+                    MemorySegment first = at == io.github.dlpack4j.abi.DLPackExchangeAPI.MANAGED_TENSOR_TO_PY_OBJECT_NO_SYNC
+                            ? Dlpack.exportVersioned(t) : obj.borrow(); // to_py_object takes ownership even on failure
+                    r.add((int) twoPointers.invokeExact(table.get(java.lang.foreign.ValueLayout.ADDRESS, at), first, nul));
+                    Py.clearError();
+                }
+                r.add((int) allocator.invokeExact(table.get(java.lang.foreign.ValueLayout.ADDRESS,
+                        io.github.dlpack4j.abi.DLPackExchangeAPI.MANAGED_TENSOR_ALLOCATOR), nul, nul, nul, nul));
+                r.add((int) stream.invokeExact(table.get(java.lang.foreign.ValueLayout.ADDRESS,
+                        io.github.dlpack4j.abi.DLPackExchangeAPI.CURRENT_WORK_STREAM), 1, 0, nul));
+                Py.clearError();
+                return r;
+            });
+            assertThat(statuses).containsExactly(-1, -1, -1, -1, -1);
+        }
+    }
+
+    @Test
     void ourExchangeApiConsumerWorksAgainstOurProducer() {
         try (Tensor t = Tensor.of(new double[] {1, 2, 3}); PyObject obj = PythonDlpack.toPython(t)) {
             ExchangeApi api = ExchangeApi.fromObject(obj).orElseThrow();
