@@ -134,9 +134,10 @@ final class CApi {
 
     /**
      * {@code PyObject_VectorcallMethod(name, args, nargsf, kwnames)}: a method call without a bound
-     * method object or a kwargs dict; exported since 3.9, in the stable ABI from 3.12. Null if absent.
+     * method object or a kwargs dict; exported since 3.9 (the oldest Python dlpack4j starts), in the
+     * stable ABI from 3.12.
      */
-    static final MethodHandle PyObject_VectorcallMethod = optional("PyObject_VectorcallMethod",
+    static final MethodHandle PyObject_VectorcallMethod = fn("PyObject_VectorcallMethod",
             FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
 
     /** {@code PyObject_CallNoArgs}, new in 3.9 as a function; null where it is only a macro. */

@@ -60,10 +60,6 @@ final class Capsules {
         }
     }
 
-    /** Per thread: room for a pending exception's (type, value, traceback) while a deleter runs. */
-    private static final ThreadLocal<MemorySegment> ERROR = ThreadLocal.withInitial(
-            () -> Arena.ofAuto().allocate(ValueLayout.ADDRESS, 3));
-
     private Capsules() {}
 
     /**
@@ -107,18 +103,10 @@ final class Capsules {
             MemorySegment managed = (MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(capsule, name);
             if (managed.address() != 0) {
                 // A capsule may die while an exception is being raised: keep it out of the deleter's way.
-                MemorySegment error = ERROR.get();
-                CApi.PyErr_Fetch.invokeExact(error, error.asSlice(8), error.asSlice(16));
-                // Into locals at once: the deleter may run another destroy on this thread (through
-                // PendingDecrefs), which reuses the scratch.
-                MemorySegment type = error.get(ValueLayout.ADDRESS, 0);
-                MemorySegment value = error.get(ValueLayout.ADDRESS, 8);
-                MemorySegment traceback = error.get(ValueLayout.ADDRESS, 16);
-                try {
+                Py.keepingError(() -> {
                     callDeleter(managed, versioned);
-                } finally {
-                    CApi.PyErr_Restore.invokeExact(type, value, traceback);
-                }
+                    return null;
+                });
             }
         } catch (Throwable ignored) {
             // Nothing may reach C; a deleter that failed leaks its tensor, which is all that is left to lose.

@@ -96,7 +96,7 @@ final class DlpackArguments {
                 throw new PythonException("RuntimeError", "a CPU tensor takes only stream=None (DLPack defines no CPU "
                         + "streams), got stream=" + Py.str(stream));
             }
-            streamValue = asLong(stream);
+            streamValue = Py.asLong(stream);
             checkStream(device.type(), streamValue);
         }
         if (!versioned && !Boolean.TRUE.equals(copyPolicy)) {
@@ -237,7 +237,7 @@ final class DlpackArguments {
             throw new PythonException("TypeError", "max_version must be None or a tuple with two elements.");
         }
         MemorySegment first = (MemorySegment) CApi.PyTuple_GetItem.invokeExact(maxVersion, 0L);
-        long major = asLong(first);
+        long major = Py.asLong(first);
         MemorySegment type = (MemorySegment) CApi.PyObject_Type.invokeExact(first);
         boolean plainInt = type.address() == LONG_TYPE.address();
         Py.decRef(type);
@@ -251,17 +251,8 @@ final class DlpackArguments {
         return major;
     }
 
-    /** An int, through {@code __index__}: other types raise Python's own TypeError, big ones OverflowError. */
-    private static long asLong(MemorySegment o) throws Throwable {
-        long v = (long) CApi.PyLong_AsLongLong.invokeExact(o);
-        if (v == -1 && ((MemorySegment) CApi.PyErr_Occurred.invokeExact()).address() != 0) {
-            throw Py.fetchError();
-        }
-        return v;
-    }
-
     private static int asInt(MemorySegment o) throws Throwable {
-        long v = asLong(o);
+        long v = Py.asLong(o);
         if (v != (int) v) {
             throw new PythonException("OverflowError", "signed integer is " + (v > 0 ? "greater than maximum" : "less than minimum"));
         }

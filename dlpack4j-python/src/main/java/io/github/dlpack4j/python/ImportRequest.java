@@ -5,8 +5,10 @@ import io.github.dlpack4j.DeviceType;
 import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.DlpackVersion;
 import io.github.dlpack4j.ManagedTensor;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 
@@ -148,30 +150,55 @@ public final class ImportRequest {
     }
 
     /**
-     * {@code o.__dlpack__(...)}: NULL with the error set on failure. The common requests go through
-     * {@code PyObject_VectorcallMethod} with constant arguments (no bound method, no kwargs dict);
-     * the others through the method and a kwargs dict.
+     * {@code o.__dlpack__(...)}: NULL with the error set on failure; always through
+     * {@code PyObject_VectorcallMethod} (no bound method, no kwargs dict). The common requests,
+     * {@code max_version=(1, 3)} alone or nothing, pass constant arguments; the others, values made
+     * for the call. {@code modern} adds max_version, copy and dl_device as DLPack 1.0 defines them;
+     * a legacy call gets only {@code stream}.
      */
     private MemorySegment callDlpack(MemorySegment o, Long streamArg, boolean modern) throws Throwable {
-        if (CApi.PyObject_VectorcallMethod != null && streamArg == null && (!modern || (copy == null && target == null))) {
+        if (streamArg == null && (!modern || (copy == null && target == null))) {
             MemorySegment args = ARGS.get();
             args.set(ValueLayout.ADDRESS, 0, o);
             args.set(ValueLayout.ADDRESS, 8, maxVersion());
             MemorySegment kwnames = modern ? maxVersionKwnames() : MemorySegment.NULL;
             return (MemorySegment) CApi.PyObject_VectorcallMethod.invokeExact(dlpackName(), args, 1L, kwnames);
         }
-        MemorySegment method = (MemorySegment) CApi.PyObject_GetAttrString.invokeExact(o, DUNDER_DLPACK);
-        if (method.address() == 0) {
-            return method;
-        }
-        MemorySegment kwargs = kwargs(streamArg, modern);
+        List<Object> names = new ArrayList<>();
+        List<MemorySegment> values = new ArrayList<>(); // new references, dropped after the call
         try {
-            return (MemorySegment) CApi.PyObject_Call.invokeExact(method, emptyTuple(), kwargs);
-        } finally {
-            if (kwargs.address() != 0) {
-                Py.decRef(kwargs);
+            if (streamArg != null) {
+                names.add("stream");
+                values.add(Convert.toPython(streamArg));
             }
-            Py.decRef(method);
+            if (modern) {
+                names.add("max_version");
+                Py.incRef(maxVersion());
+                values.add(maxVersion());
+                if (copy != null) {
+                    names.add("copy");
+                    values.add(Convert.toPython(copy));
+                }
+                if (target != null) {
+                    names.add("dl_device");
+                    values.add(Convert.tupleOf(new Object[] {target.type().code(), target.id()}));
+                }
+            }
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment args = arena.allocate(ValueLayout.ADDRESS, 1 + values.size());
+                args.setAtIndex(ValueLayout.ADDRESS, 0, o);
+                for (int i = 0; i < values.size(); i++) {
+                    args.setAtIndex(ValueLayout.ADDRESS, 1 + i, values.get(i));
+                }
+                MemorySegment kwnames = Convert.tupleOf(names.toArray());
+                try {
+                    return (MemorySegment) CApi.PyObject_VectorcallMethod.invokeExact(dlpackName(), args, 1L, kwnames);
+                } finally {
+                    Py.decRef(kwnames);
+                }
+            }
+        } finally {
+            values.forEach(Py::decRef);
         }
     }
 
@@ -181,10 +208,9 @@ public final class ImportRequest {
      * running anything that could call back.
      */
     private static final ThreadLocal<MemorySegment> ARGS = ThreadLocal.withInitial(
-            () -> java.lang.foreign.Arena.ofAuto().allocate(ValueLayout.ADDRESS, 2));
-    private static final MemorySegment DUNDER_DLPACK = java.lang.foreign.Arena.global().allocateFrom("__dlpack__");
+            () -> Arena.ofAuto().allocate(ValueLayout.ADDRESS, 2));
+    private static final MemorySegment DUNDER_DLPACK = Arena.global().allocateFrom("__dlpack__");
     // Made once with the GIL held and kept for the life of the process.
-    private static MemorySegment emptyTuple;
     private static MemorySegment maxVersion;
     private static MemorySegment maxVersionKwnames;
     private static MemorySegment dlpackName;
@@ -207,67 +233,10 @@ public final class ImportRequest {
     private static MemorySegment maxVersionKwnames() throws Throwable {
         if (maxVersionKwnames == null) {
             MemorySegment name = Py.check((MemorySegment) CApi.PyUnicode_InternFromString.invokeExact(
-                    java.lang.foreign.Arena.global().allocateFrom("max_version")));
+                    Arena.global().allocateFrom("max_version")));
             maxVersionKwnames = Convert.tuple(new MemorySegment[] {name}, true);
         }
         return maxVersionKwnames;
-    }
-
-    /** An empty tuple, made once and kept (immortal for our purposes). Needs the GIL. */
-    private static MemorySegment emptyTuple() {
-        if (emptyTuple == null) {
-            emptyTuple = Convert.tuple(new MemorySegment[0]);
-        }
-        return emptyTuple;
-    }
-
-    /**
-     * A new kwargs dict for {@code __dlpack__} (NULL for none): {@code modern} adds max_version, copy and
-     * dl_device as DLPack 1.0 defines them; a legacy call gets only {@code stream}. Needs the GIL.
-     */
-    private MemorySegment kwargs(Long streamArg, boolean modern) throws Throwable {
-        if (!modern && streamArg == null) {
-            return MemorySegment.NULL;
-        }
-        if (modern && streamArg == null && copy == null && target == null) {
-            // The common request, {max_version: (1, 3)}: one dict for all calls (callees do not
-            // change their kwargs), returned as a new reference like the others.
-            if (plainKwargs == null) {
-                plainKwargs = kwargsDict(null, true);
-            }
-            Py.incRef(plainKwargs);
-            return plainKwargs;
-        }
-        return kwargsDict(streamArg, modern);
-    }
-
-    private static MemorySegment plainKwargs;
-
-    private MemorySegment kwargsDict(Long streamArg, boolean modern) throws Throwable {
-        MemorySegment dict = Py.check((MemorySegment) CApi.PyDict_New.invokeExact());
-        if (streamArg != null) {
-            putItem(dict, "stream", Convert.toPython(streamArg));
-        }
-        if (modern) {
-            Py.incRef(maxVersion());
-            putItem(dict, "max_version", maxVersion());
-            if (copy != null) {
-                putItem(dict, "copy", Convert.toPython(copy));
-            }
-            if (target != null) {
-                putItem(dict, "dl_device", Convert.tupleOf(new Object[] {target.type().code(), target.id()}));
-            }
-        }
-        return dict;
-    }
-
-    /** {@code dict[key] = value}, taking over the reference to {@code value}. */
-    private static void putItem(MemorySegment dict, String key, MemorySegment value) throws Throwable {
-        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
-            Py.check((int) CApi.PyDict_SetItemString.invokeExact(dict, arena.allocateFrom(key), value));
-        } finally {
-            Py.decRef(value);
-        }
     }
 
     private String typeName() {

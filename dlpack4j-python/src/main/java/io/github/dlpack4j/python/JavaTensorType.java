@@ -316,7 +316,7 @@ final class JavaTensorType {
 
     /** {@code tp_finalize}: forgets the instance and lets go of what it held, keeping any pending exception. */
     private static void finalize(MemorySegment self) {
-        try (Arena arena = Arena.ofConfined()) {
+        try {
             if (self.address() == lastAddress) {
                 lastAddress = 0;
                 lastInstance = null;
@@ -325,9 +325,7 @@ final class JavaTensorType {
             if (in == null) {
                 return;
             }
-            MemorySegment error = arena.allocate(ADDRESS, 3);
-            CApi.PyErr_Fetch.invokeExact(error, error.asSlice(8), error.asSlice(16));
-            try {
+            Py.keepingError(() -> {
                 if (in.view != null) {
                     Capsules.callDeleter(in.view, true);
                 }
@@ -337,9 +335,8 @@ final class JavaTensorType {
                 if (in.owned != null) {
                     in.owned.close();
                 }
-            } finally {
-                CApi.PyErr_Restore.invokeExact(error.get(ADDRESS, 0), error.get(ADDRESS, 8), error.get(ADDRESS, 16));
-            }
+                return null;
+            });
         } catch (Throwable ignored) {
             // Nothing may reach C; closing a Java tensor or deleting our own export does not fail.
         }

@@ -68,6 +68,38 @@ final class Py {
         return MEMORY.asSlice(address.address(), size);
     }
 
+    /** {@code int(o)} through {@code __index__}; Python's own TypeError or OverflowError if it has none or is too big. */
+    static long asLong(MemorySegment o) throws Throwable {
+        long v = (long) CApi.PyLong_AsLongLong.invokeExact(o);
+        if (v == -1 && ((MemorySegment) CApi.PyErr_Occurred.invokeExact()).address() != 0) {
+            throw fetchError();
+        }
+        return v;
+    }
+
+    /** Per thread: room for a pending exception's (type, value, traceback) while {@link #keepingError} runs. */
+    private static final ThreadLocal<MemorySegment> SET_ASIDE = ThreadLocal.withInitial(
+            () -> Arena.ofAuto().allocate(ADDRESS, 3));
+
+    /**
+     * Runs {@code body} with the exception being raised, if any, set aside and put back after, so that
+     * code run from a destructor or finalizer neither sees it nor loses it. Re-entrant: the three
+     * references go to locals at once, since {@code body} may come back here on the same thread.
+     * Needs the GIL.
+     */
+    static void keepingError(Gil.Body<?> body) throws Throwable {
+        MemorySegment slots = SET_ASIDE.get();
+        CApi.PyErr_Fetch.invokeExact(slots, slots.asSlice(8), slots.asSlice(16));
+        MemorySegment type = slots.get(ADDRESS, 0);
+        MemorySegment value = slots.get(ADDRESS, 8);
+        MemorySegment traceback = slots.get(ADDRESS, 16);
+        try {
+            body.run();
+        } finally {
+            CApi.PyErr_Restore.invokeExact(type, value, traceback);
+        }
+    }
+
     /** Throws the pending Python error if {@code size} is -1. */
     static long checkSize(long size) {
         if (size == -1) {

@@ -215,13 +215,7 @@ public final class PyObject implements AutoCloseable {
 
     /** {@code int(self)} as a long (through {@code __index__}). */
     public long asLong() {
-        return Gil.with(() -> {
-            long v = (long) CApi.PyLong_AsLongLong.invokeExact(borrow());
-            if (v == -1 && ((MemorySegment) CApi.PyErr_Occurred.invokeExact()).address() != 0) {
-                throw Py.fetchError();
-            }
-            return v;
-        });
+        return Gil.with(() -> Py.asLong(borrow()));
     }
 
     /** {@code float(self)}. */
