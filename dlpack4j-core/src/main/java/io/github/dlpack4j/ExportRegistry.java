@@ -21,7 +21,6 @@ final class ExportRegistry<T> {
     private final int[][] next = new int[MAX_CHUNKS][];
     /** (tag << 32) | (slot + 1) of the first free slot; slot + 1 == 0 means empty. */
     private final AtomicLong freeHead = new AtomicLong();
-    private final AtomicLong live = new AtomicLong();
     private volatile int chunks;
 
     /** Stores {@code record} and returns its slot. */
@@ -37,7 +36,6 @@ final class ExportRegistry<T> {
             long newHead = ((head >>> 32) + 1) << 32 | (next[slot >>> CHUNK_BITS][slot & (CHUNK - 1)] & 0xFFFF_FFFFL);
             if (freeHead.compareAndSet(head, newHead)) {
                 records[slot >>> CHUNK_BITS].set(slot & (CHUNK - 1), record);
-                live.incrementAndGet();
                 return slot;
             }
         }
@@ -56,7 +54,6 @@ final class ExportRegistry<T> {
         if (!records[slot >>> CHUNK_BITS].compareAndSet(slot & (CHUNK - 1), expected, null)) {
             return false;
         }
-        live.decrementAndGet();
         while (true) {
             long head = freeHead.get();
             next[slot >>> CHUNK_BITS][slot & (CHUNK - 1)] = (int) head;
@@ -79,10 +76,6 @@ final class ExportRegistry<T> {
                 }
             }
         }
-    }
-
-    int size() {
-        return (int) live.get();
     }
 
     private synchronized void grow(long seenHead) {

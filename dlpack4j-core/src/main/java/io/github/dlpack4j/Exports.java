@@ -28,9 +28,15 @@ import java.lang.invoke.MethodType;
  * because a consumer may call it at any time, on any thread, late.
  */
 final class Exports {
-    private record Export(long address, MemoryOwner memory, long blockSize, boolean versioned) {}
+    /** What a registry slot holds: a one-off export, or a block of an {@link ExportPool}. */
+    sealed interface Live permits Export, ExportPool.Block {
+        /** The managed struct's address. */
+        long address();
+    }
 
-    private static final ExportRegistry<Export> LIVE = new ExportRegistry<>();
+    private record Export(long address, MemoryOwner memory, long blockSize, boolean versioned) implements Live {}
+
+    private static final ExportRegistry<Live> LIVE = new ExportRegistry<>();
 
     /** {@code void deleter(DLManagedTensor[Versioned]* self)}: the same for both ABIs. */
     static final MemorySegment DELETER;
@@ -48,7 +54,10 @@ final class Exports {
 
     private Exports() {}
 
-    /** A new managed struct for {@code t}; the memory stays allocated until its deleter runs. */
+    /**
+     * A new managed struct for {@code t}; the memory stays allocated until its deleter runs. A
+     * tensor exported more than once without extra flags takes its structs from an {@link ExportPool}.
+     */
     static MemorySegment export(Tensor t, boolean versioned, long extraFlags) {
         if (t.isClosed()) {
             throw new IllegalStateException("cannot export a closed tensor");
@@ -60,6 +69,15 @@ final class Exports {
         if (t.isSubBytePadded() && !versioned) {
             throw new DlpackException("padded sub-byte " + t.dtype()
                     + " data needs the IS_SUBBYTE_TYPE_PADDED flag, which only the versioned ABI carries");
+        }
+        if (extraFlags == 0) {
+            ExportPool pool = t.exportPool(versioned);
+            if (pool != null) {
+                MemorySegment pooled = pool.export();
+                if (pooled != null) {
+                    return pooled;
+                }
+            }
         }
         int ndim = t.ndim();
         long head = versioned ? DLManagedTensorVersioned.SIZE : DLManagedTensor.SIZE;
@@ -73,27 +91,17 @@ final class Exports {
             memory.release();
             throw e;
         }
-        Export record = new Export(block.address(), memory, blockSize, versioned);
-        long slot;
-        try {
-            slot = LIVE.add(record);
-        } catch (RuntimeException | Error e) {
-            NativeMemory.free(block, blockSize);
-            memory.release();
-            throw e;
-        }
+        // Everything but manager_ctx is written before the record is registered, the deleter above all:
+        // abandonAll, which NULLs deleters, sees the record only after these writes.
         long dl;
         if (versioned) {
             block.set(JAVA_INT, DLManagedTensorVersioned.VERSION + DLPackVersion.MAJOR, DlpackVersion.MAJOR);
             block.set(JAVA_INT, DLManagedTensorVersioned.VERSION + DLPackVersion.MINOR, DlpackVersion.MINOR);
-            block.set(JAVA_LONG, DLManagedTensorVersioned.MANAGER_CTX, slot);
             block.set(ADDRESS, DLManagedTensorVersioned.DELETER, DELETER);
-            long flags = extraFlags | (t.isReadOnly() ? DlpackFlags.READ_ONLY : 0)
-                    | (t.isSubBytePadded() ? DlpackFlags.IS_SUBBYTE_TYPE_PADDED : 0);
+            long flags = extraFlags | t.flags();
             block.set(JAVA_LONG, DLManagedTensorVersioned.FLAGS, flags);
             dl = DLManagedTensorVersioned.DL_TENSOR;
         } else {
-            block.set(JAVA_LONG, DLManagedTensor.MANAGER_CTX, slot);
             block.set(ADDRESS, DLManagedTensor.DELETER, DELETER);
             dl = DLManagedTensor.DL_TENSOR;
         }
@@ -112,17 +120,46 @@ final class Exports {
         block.set(JAVA_LONG, dl + DLTensor.SHAPE, block.address() + shapeAt);
         block.set(JAVA_LONG, dl + DLTensor.STRIDES, block.address() + stridesAt);
         block.set(JAVA_LONG, dl + DLTensor.BYTE_OFFSET, 0L);
-        if (abandoned) {
-            abandon((int) slot, record); // made while (or after) the process let go of its exports
+        Export record = new Export(block.address(), memory, blockSize, versioned);
+        int slot;
+        try {
+            slot = LIVE.add(record);
+        } catch (RuntimeException | Error e) {
+            NativeMemory.free(block, blockSize);
+            memory.release();
+            throw e;
+        }
+        block.set(JAVA_LONG, versioned ? DLManagedTensorVersioned.MANAGER_CTX : DLManagedTensor.MANAGER_CTX, slot);
+        if (abandoned && LIVE.remove(slot, record)) {
+            // Made while (or after) the process let go of its exports. Had abandonAll claimed the
+            // record first, it wrote the NULL itself, after the deleter above.
+            block.set(ADDRESS, versioned ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER, MemorySegment.NULL);
         }
         return block;
+    }
+
+    /** Registers a pool block for good (until {@link #unregister}); returns its slot. */
+    static int register(ExportPool.Block block) {
+        return LIVE.add(block);
+    }
+
+    static void unregister(int slot, ExportPool.Block block) {
+        LIVE.remove(slot, block);
+    }
+
+    static boolean isAbandoned() {
+        return abandoned;
     }
 
     /** Set once by {@link #abandonAll}: exports made from then on are abandoned as they are made. */
     private static volatile boolean abandoned;
 
     /** Takes {@code e} out of the registry and, if this call did, makes its deleter NULL. */
-    private static boolean abandon(int slot, Export e) {
+    private static boolean abandon(int slot, Live live) {
+        if (live instanceof ExportPool.Block b) {
+            return b.abandon();
+        }
+        Export e = (Export) live;
         if (!LIVE.remove(slot, e)) {
             return false; // its deleter ran meanwhile and freed the block
         }
@@ -153,20 +190,22 @@ final class Exports {
         // candidate whose slot holds a record of this very struct.
         MemorySegment self = NativeMemory.at(address, DLManagedTensor.SIZE);
         long slot = self.get(JAVA_LONG, DLManagedTensorVersioned.MANAGER_CTX);
-        Export e = recordAt(slot, address);
-        if (e == null) {
+        Live live = recordAt(slot, address);
+        if (live == null) {
             slot = self.get(JAVA_LONG, DLManagedTensor.MANAGER_CTX);
-            e = recordAt(slot, address);
+            live = recordAt(slot, address);
         }
-        if (e == null || !LIVE.remove((int) slot, e)) {
-            return; // not a live export of ours (a consumer calling the deleter twice): nothing to free
+        if (live instanceof ExportPool.Block b) {
+            b.delete(); // back to its pool; a second call is ignored there
+        } else if (live instanceof Export e && LIVE.remove((int) slot, e)) {
+            NativeMemory.free(self, e.blockSize());
+            e.memory().release();
         }
-        NativeMemory.free(self, e.blockSize());
-        e.memory().release();
+        // Otherwise not a live export of ours (a consumer calling the deleter twice): nothing to free.
     }
 
-    private static Export recordAt(long slot, long address) {
-        Export e = LIVE.get(slot);
+    private static Live recordAt(long slot, long address) {
+        Live e = LIVE.get(slot);
         return e != null && e.address() == address ? e : null;
     }
 
@@ -192,7 +231,14 @@ final class Exports {
         return fn.address() == DELETER.address();
     }
 
+    /** Exports whose deleter has not run (pool blocks that are out included, abandoned ones not). */
     static int liveCount() {
-        return LIVE.size();
+        int[] n = {0};
+        LIVE.forEach((e, slot) -> {
+            if (!(e instanceof ExportPool.Block b) || b.isOut()) {
+                n[0]++;
+            }
+        });
+        return n[0];
     }
 }

@@ -106,6 +106,12 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     private final boolean paddedSubByte;
     private final ElementAccess access;
     private final long numel;
+    /** Export structs kept for reuse, per ABI, made on this view's second export of that ABI; see {@link ExportPool}. */
+    private volatile ExportPool versionedPool;
+    private volatile ExportPool legacyPool;
+    /** Exports made without a pool (racy counts: they only decide when a pool is worth making). */
+    private int versionedExports;
+    private int legacyExports;
 
     Tensor(MemoryOwner memory, Handle handle, boolean owning, long offset, long[] shape, long[] strides,
            DataType dtype, Device device, boolean readOnly, boolean paddedSubByte) {
@@ -850,9 +856,46 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      */
     @Override
     public void close() {
-        if (owning) {
-            handle.close();
+        if (owning && handle.close()) {
+            closePool(versionedPool);
+            closePool(legacyPool);
         }
+    }
+
+    private static void closePool(ExportPool pool) {
+        if (pool != null) {
+            pool.close();
+        }
+    }
+
+    /**
+     * The pool for this view's exports in one ABI, or null while it has been exported only once
+     * that way (a view exported once never pays for a pool). Its blocks are freed when this tensor
+     * is closed or unreachable.
+     */
+    ExportPool exportPool(boolean versioned) {
+        ExportPool pool = versioned ? versionedPool : legacyPool;
+        if (pool != null) {
+            return pool;
+        }
+        if ((versioned ? versionedExports++ : legacyExports++) == 0) {
+            return null;
+        }
+        synchronized (handle) { // rare: once per view and ABI
+            pool = versioned ? versionedPool : legacyPool;
+            if (pool == null && !isClosed()) {
+                pool = ExportPool.create(this, versioned);
+                if (versioned) {
+                    versionedPool = pool;
+                } else {
+                    legacyPool = pool;
+                }
+                if (isClosed()) { // closed meanwhile, perhaps without seeing the pool
+                    pool.close();
+                }
+            }
+        }
+        return pool;
     }
 
     MemoryOwner memory() {

@@ -17,13 +17,21 @@ public final class AbandonProbe {
     public static void main(String[] args) {
         Tensor x = Tensor.of(new double[] {1, 2});
         MemorySegment v = Dlpack.exportVersioned(x);
+        MemorySegment pooled = Dlpack.exportVersioned(x); // the second export of a view comes from its pool
+        MemorySegment pooledFree = Dlpack.exportVersioned(x);
+        Exports.delete(pooledFree.address()); // back in the pool when the process lets go
         MemorySegment l = Dlpack.exportLegacy(x);
         int n = Dlpack.abandonLiveExports();
         int liveAfter = Dlpack.liveExports();
         MemorySegment later = Dlpack.exportVersioned(x);
+        Tensor y = Tensor.of(new int[] {3});
+        Dlpack.exportLegacy(y);
+        MemorySegment laterPool = Dlpack.exportLegacy(y); // a pool made after abandoning
         System.out.println("abandoned " + n + ", live after " + liveAfter + ", deleters " + deleter(v, true) + " "
-                + deleter(l, false) + ", later export's deleter " + deleter(later, true) + ", live " + Dlpack.liveExports());
+                + deleter(pooled, true) + " " + deleter(l, false) + ", later exports' deleters " + deleter(later, true)
+                + " " + deleter(laterPool, false) + ", live " + Dlpack.liveExports());
         Exports.delete(v.address()); // a consumer that kept the old deleter pointer: nothing happens
+        Exports.delete(pooled.address());
         x.close();
         System.out.println("a late delete call is ignored; live " + Dlpack.liveExports());
     }

@@ -186,7 +186,7 @@ class LifetimeTest {
         assertThat(p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
         String out = java.nio.file.Files.readString(log);
         java.nio.file.Files.delete(log);
-        assertThat(out).as(out).contains("abandoned 2, live after 0, deleters 0 0, later export's deleter 0, live 0")
+        assertThat(out).as(out).contains("abandoned 3, live after 0, deleters 0 0 0, later exports' deleters 0 0, live 0")
                 .contains("a late delete call is ignored");
         assertThat(p.exitValue()).as(out).isZero();
     }

@@ -1,0 +1,269 @@
+package io.github.dlpack4j;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+import io.github.dlpack4j.abi.DLDataType;
+import io.github.dlpack4j.abi.DLDevice;
+import io.github.dlpack4j.abi.DLManagedTensor;
+import io.github.dlpack4j.abi.DLManagedTensorVersioned;
+import io.github.dlpack4j.abi.DLPackVersion;
+import io.github.dlpack4j.abi.DLTensor;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.lang.ref.Cleaner;
+
+/**
+ * Export structs of one tensor view in one ABI, made once and handed out again and again: for a
+ * tensor exported many times (a Python object that numpy or torch consumes in a loop), an export is
+ * a claimed block instead of a {@code malloc}, a registry entry and a {@code free}.
+ *
+ * <p>Each block is registered for good (its {@code manager_ctx} is its registry slot, as for any
+ * export) and has a state: {@code FREE} (in the pool), {@code OUT} (a consumer owns it),
+ * {@code ORPHAN} (out when the pool closed: its deleter frees it), {@code DEAD} (freed) or
+ * {@code ABANDONED} (the process let go of its exports, {@link Exports#abandonAll}). Every change is
+ * a compare-and-set, so an export, its deleter, the pool closing and abandoning race safely: a block
+ * is handed to one consumer at a time and freed exactly once. Each export still holds its own
+ * reference to the tensor memory, so the memory's lifetime is exactly that of an unpooled export.
+ *
+ * <p>The pool is closed, and its free blocks freed, when its tensor is closed or becomes unreachable
+ * (a cleaner); it never references the tensor. The deleter, {@code manager_ctx}, version and flags
+ * are written once, the {@code DLTensor} (data, device, shape, strides, dtype) on every export.
+ */
+final class ExportPool {
+    /** Blocks per pool: exports out at once beyond this take the unpooled path. */
+    static final int BLOCKS = 8;
+    private static final int FREE = 0;
+    private static final int OUT = 1;
+    private static final int ORPHAN = 2;
+    private static final int DEAD = 3;
+    private static final int ABANDONED = 4;
+    private static final VarHandle STATE;
+
+    static {
+        try {
+            STATE = MethodHandles.lookup().findVarHandle(Block.class, "state", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** One export struct, its shape and strides after it. */
+    final class Block implements Exports.Live {
+        final MemorySegment segment;
+        /** Its registry slot, set once before the pool is published. */
+        private int slot;
+        @SuppressWarnings("unused") // through STATE
+        private volatile int state;
+
+        private Block(MemorySegment segment) {
+            this.segment = segment;
+        }
+
+        @Override
+        public long address() {
+            return segment.address();
+        }
+
+        private boolean move(int from, int to) {
+            return STATE.compareAndSet(this, from, to);
+        }
+
+        /** The deleter's work: back to the pool, or freed if the pool closed meanwhile. Ignores a second call. */
+        void delete() {
+            if (giveBack()) {
+                memory.release();
+            }
+        }
+
+        /** Returns whether the block was out (and now is not). */
+        private boolean giveBack() {
+            if (move(OUT, FREE)) {
+                return true;
+            }
+            if (move(ORPHAN, DEAD)) {
+                free(this);
+                return true;
+            }
+            return false; // FREE, DEAD or ABANDONED: a deleter called twice, or after abandonAll
+        }
+
+        /** For {@link Exports#abandonAll}: the deleter of a block that is out becomes NULL; none goes out again. */
+        boolean abandon() {
+            while (true) {
+                int s = state;
+                if (s == OUT || s == ORPHAN) {
+                    if (move(s, ABANDONED)) {
+                        segment.set(ADDRESS, deleterOffset, MemorySegment.NULL);
+                        return true;
+                    }
+                } else if (s == FREE) {
+                    if (move(FREE, ABANDONED)) {
+                        return false;
+                    }
+                } else {
+                    return false;
+                }
+            }
+        }
+
+        boolean isOut() {
+            int s = state;
+            return s == OUT || s == ORPHAN;
+        }
+    }
+
+    private final MemoryOwner memory;
+    private final Block[] blocks;
+    private final long blockSize;
+    private final long dl;
+    private final long deleterOffset;
+    private final long data;
+    private final int deviceType;
+    private final int deviceId;
+    private final byte dtypeCode;
+    private final byte dtypeBits;
+    private final short dtypeLanes;
+    private final long[] shape;
+    private final long[] strides;
+    private final Cleaner.Cleanable cleanable;
+
+    private ExportPool(Tensor t, boolean versioned) {
+        memory = t.memory();
+        int ndim = t.ndim();
+        long head = versioned ? DLManagedTensorVersioned.SIZE : DLManagedTensor.SIZE;
+        blockSize = head + 16L * ndim;
+        dl = versioned ? DLManagedTensorVersioned.DL_TENSOR : DLManagedTensor.DL_TENSOR;
+        deleterOffset = versioned ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER;
+        data = t.numel() == 0 ? 0L : memory.base.address() + t.offset(); // DLPack: NULL data without elements
+        deviceType = t.device().type().code();
+        deviceId = t.device().id();
+        dtypeCode = (byte) t.dtype().code().code();
+        dtypeBits = (byte) t.dtype().bits();
+        dtypeLanes = (short) t.dtype().lanes();
+        shape = t.shapeArray().clone();
+        strides = t.stridesArray().clone();
+        long flags = t.flags();
+        blocks = new Block[BLOCKS];
+        Cleaner.Cleanable registered = null;
+        try {
+            for (int i = 0; i < BLOCKS; i++) {
+                MemorySegment s = NativeMemory.malloc(blockSize);
+                Block b = new Block(s);
+                try {
+                    b.slot = Exports.register(b);
+                } catch (RuntimeException | Error e) {
+                    NativeMemory.free(s, blockSize);
+                    throw e;
+                }
+                blocks[i] = b;
+                long slot = b.slot;
+                if (versioned) {
+                    s.set(JAVA_INT, DLManagedTensorVersioned.VERSION + DLPackVersion.MAJOR, DlpackVersion.MAJOR);
+                    s.set(JAVA_INT, DLManagedTensorVersioned.VERSION + DLPackVersion.MINOR, DlpackVersion.MINOR);
+                    s.set(JAVA_LONG, DLManagedTensorVersioned.MANAGER_CTX, slot);
+                    s.set(JAVA_LONG, DLManagedTensorVersioned.FLAGS, flags);
+                } else {
+                    s.set(JAVA_LONG, DLManagedTensor.MANAGER_CTX, slot);
+                }
+                s.set(ADDRESS, deleterOffset, Exports.DELETER);
+            }
+            registered = MemoryOwner.CLEANER.register(t, this::closeBlocks);
+        } catch (RuntimeException | Error e) {
+            closeBlocks();
+            throw e;
+        }
+        cleanable = registered;
+        if (Exports.isAbandoned()) { // abandonAll ran while this pool was being made: none of it goes out
+            for (Block b : blocks) {
+                b.abandon();
+            }
+        }
+    }
+
+    /** A new pool for {@code t}'s exports in one ABI, closed with {@link #close} or once {@code t} is unreachable. */
+    static ExportPool create(Tensor t, boolean versioned) {
+        return new ExportPool(t, versioned);
+    }
+
+    /**
+     * A pooled export of the tensor, holding one reference to its memory; null if every block is out.
+     *
+     * @throws IllegalStateException if the memory was released
+     */
+    MemorySegment export() {
+        for (Block b : blocks) {
+            if (b.state == FREE && b.move(FREE, OUT)) {
+                try {
+                    memory.retain();
+                } catch (RuntimeException | Error e) {
+                    b.giveBack();
+                    throw e;
+                }
+                fill(b.segment);
+                return b.segment;
+            }
+        }
+        return null;
+    }
+
+    /** Writes the {@code DLTensor}: a consumer of an earlier export must not have changed what the next one reads. */
+    private void fill(MemorySegment s) {
+        int ndim = shape.length;
+        long shapeAt = blockSize - 16L * ndim;
+        long stridesAt = shapeAt + 8L * ndim;
+        for (int i = 0; i < ndim; i++) {
+            s.set(JAVA_LONG, shapeAt + 8L * i, shape[i]);
+            s.set(JAVA_LONG, stridesAt + 8L * i, strides[i]);
+        }
+        s.set(JAVA_LONG, dl + DLTensor.DATA, data);
+        s.set(JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_TYPE, deviceType);
+        s.set(JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_ID, deviceId);
+        s.set(JAVA_INT, dl + DLTensor.NDIM, ndim);
+        s.set(JAVA_BYTE, dl + DLTensor.DTYPE + DLDataType.CODE, dtypeCode);
+        s.set(JAVA_BYTE, dl + DLTensor.DTYPE + DLDataType.BITS, dtypeBits);
+        s.set(JAVA_SHORT, dl + DLTensor.DTYPE + DLDataType.LANES, dtypeLanes);
+        s.set(JAVA_LONG, dl + DLTensor.SHAPE, s.address() + shapeAt);
+        s.set(JAVA_LONG, dl + DLTensor.STRIDES, s.address() + stridesAt);
+        s.set(JAVA_LONG, dl + DLTensor.BYTE_OFFSET, 0L);
+    }
+
+    /** Frees the blocks in the pool now; those out are freed by their deleters. Once; also run by the cleaner. */
+    void close() {
+        if (cleanable != null) {
+            cleanable.clean();
+        }
+    }
+
+    private void closeBlocks() {
+        for (Block b : blocks) {
+            if (b == null) {
+                continue; // the constructor failed before making it
+            }
+            while (true) {
+                int s = b.state;
+                if (s == FREE) {
+                    if (b.move(FREE, DEAD)) {
+                        free(b);
+                        break;
+                    }
+                } else if (s == OUT) {
+                    if (b.move(OUT, ORPHAN)) {
+                        break; // its deleter frees it
+                    }
+                } else {
+                    break; // ORPHAN, DEAD or ABANDONED: nothing left to do here
+                }
+            }
+        }
+    }
+
+    private void free(Block b) {
+        Exports.unregister(b.slot, b);
+        NativeMemory.free(b.segment, blockSize);
+    }
+}
