@@ -27,12 +27,16 @@ import java.lang.ref.Cleaner;
  * {@code ORPHAN} (out when the pool closed: its deleter frees it), {@code DEAD} (freed) or
  * {@code ABANDONED} (the process let go of its exports, {@link Exports#abandonAll}). Every change is
  * a compare-and-set, so an export, its deleter, the pool closing and abandoning race safely: a block
- * is handed to one consumer at a time and freed exactly once. Each export still holds its own
- * reference to the tensor memory, so the memory's lifetime is exactly that of an unpooled export.
+ * is handed to one consumer at a time and freed exactly once.
  *
  * <p>The pool is closed, and its free blocks freed, when its tensor is closed or becomes unreachable
- * (a cleaner); it never references the tensor. The deleter, {@code manager_ctx}, version and flags
- * are written once, the {@code DLTensor} (data, device, shape, strides, dtype) on every export.
+ * (a cleaner); it never references the tensor. The pool of an owning tensor holds one reference to
+ * the memory, from its making until it is closed and every block out then has come back, so that an
+ * export costs no reference count of its own; the memory's lifetime is what it is with unpooled
+ * exports (the owner's {@code close()} closes the pool). A view's {@code close()} does nothing, so
+ * the pool of a view would hold the memory until the view is collected: there each export holds its
+ * own reference instead. The deleter, {@code manager_ctx}, version and flags are written once, the
+ * {@code DLTensor} (data, device, shape, strides, dtype) on every export.
  */
 final class ExportPool {
     /** Blocks per pool: exports out at once beyond this take the unpooled path. */
@@ -43,10 +47,12 @@ final class ExportPool {
     private static final int DEAD = 3;
     private static final int ABANDONED = 4;
     private static final VarHandle STATE;
+    private static final VarHandle PENDING;
 
     static {
         try {
             STATE = MethodHandles.lookup().findVarHandle(Block.class, "state", int.class);
+            PENDING = MethodHandles.lookup().findVarHandle(ExportPool.class, "pending", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -75,7 +81,7 @@ final class ExportPool {
 
         /** The deleter's work: back to the pool, or freed if the pool closed meanwhile. Ignores a second call. */
         void delete() {
-            if (giveBack()) {
+            if (giveBack() && !holdsMemory) {
                 memory.release();
             }
         }
@@ -87,6 +93,9 @@ final class ExportPool {
             }
             if (move(ORPHAN, DEAD)) {
                 free(this);
+                if (holdsMemory) {
+                    comeBack();
+                }
                 return true;
             }
             return false; // FREE, DEAD or ABANDONED: a deleter called twice, or after abandonAll
@@ -94,6 +103,9 @@ final class ExportPool {
 
         /** For {@link Exports#abandonAll}: the deleter of a block that is out becomes NULL; none goes out again. */
         boolean abandon() {
+            if (holdsMemory) {
+                leaked = true; // before any block is abandoned: the pool's reference is never dropped now
+            }
             while (true) {
                 int s = state;
                 if (s == OUT || s == ORPHAN) {
@@ -118,6 +130,13 @@ final class ExportPool {
     }
 
     private final MemoryOwner memory;
+    /** Whether the pool holds one reference to the memory for all its exports, rather than each export its own. */
+    private final boolean holdsMemory;
+    /** Once closed: 1 (the closing itself) + the blocks out then that have not come back; the last drops the pool's reference. */
+    @SuppressWarnings("unused") // through PENDING
+    private volatile int pending;
+    /** Set when a block is abandoned: the memory must outlive the JVM's own bookkeeping. */
+    private volatile boolean leaked;
     private final Block[] blocks;
     private final long blockSize;
     private final long dl;
@@ -134,6 +153,7 @@ final class ExportPool {
 
     private ExportPool(Tensor t, boolean versioned) {
         memory = t.memory();
+        holdsMemory = t.isOwning();
         int ndim = t.ndim();
         long head = versioned ? DLManagedTensorVersioned.SIZE : DLManagedTensor.SIZE;
         blockSize = head + 16L * ndim;
@@ -149,6 +169,10 @@ final class ExportPool {
         strides = t.stridesArray().clone();
         long flags = t.flags();
         blocks = new Block[BLOCKS];
+        if (holdsMemory) {
+            memory.retain(); // throws if the memory was released: the caller exports no more
+            pending = 1; // dropped by closeBlocks, as if closing
+        }
         Cleaner.Cleanable registered = null;
         try {
             for (int i = 0; i < BLOCKS; i++) {
@@ -198,11 +222,13 @@ final class ExportPool {
     MemorySegment export() {
         for (Block b : blocks) {
             if (b.state == FREE && b.move(FREE, OUT)) {
-                try {
-                    memory.retain();
-                } catch (RuntimeException | Error e) {
-                    b.giveBack();
-                    throw e;
+                if (!holdsMemory) {
+                    try {
+                        memory.retain();
+                    } catch (RuntimeException | Error e) {
+                        b.giveBack();
+                        throw e;
+                    }
                 }
                 fill(b.segment);
                 return b.segment;
@@ -252,13 +278,25 @@ final class ExportPool {
                         break;
                     }
                 } else if (s == OUT) {
+                    PENDING.getAndAdd(this, 1); // before the block can be seen as an orphan and come back
                     if (b.move(OUT, ORPHAN)) {
                         break; // its deleter frees it
                     }
+                    PENDING.getAndAdd(this, -1);
                 } else {
                     break; // ORPHAN, DEAD or ABANDONED: nothing left to do here
                 }
             }
+        }
+        if (holdsMemory) {
+            comeBack(); // the closing's own share
+        }
+    }
+
+    /** One share of {@code pending} is done; the last drops the pool's reference to the memory. */
+    private void comeBack() {
+        if ((int) PENDING.getAndAdd(this, -1) == 1 && !leaked) {
+            memory.release();
         }
     }
 

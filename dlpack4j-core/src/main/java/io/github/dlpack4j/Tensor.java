@@ -902,6 +902,11 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return memory;
     }
 
+    /** Whether this is an owning handle (whose {@code close()} lets go of the memory), not a view. */
+    boolean isOwning() {
+        return owning;
+    }
+
     Handle handle() {
         return handle;
     }

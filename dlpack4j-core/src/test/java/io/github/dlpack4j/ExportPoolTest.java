@@ -139,6 +139,38 @@ class ExportPoolTest {
         assertThat(Dlpack.nativeBytesInUse()).isEqualTo(bytes);
     }
 
+    @Test
+    void exportsOfAnOwnerThatWasNeverClosedOutliveItsCollectionAndTheMemoryGoesWithTheLast() throws InterruptedException {
+        long bytes = Dlpack.nativeBytesInUse();
+        List<MemorySegment> out = exportAnOwnerAndForgetIt();
+        for (int i = 0; i < 20; i++) {
+            System.gc();
+            Thread.sleep(10);
+        }
+        assertThat(Dlpack.nativeBytesInUse()).isGreaterThanOrEqualTo(bytes + 8 * 4096);
+        for (MemorySegment p : out) {
+            try (ManagedTensor m = ManagedTensor.adoptVersioned(p)) {
+                assertThat(m.tensor().getDouble(4095)).isEqualTo(7);
+            }
+        }
+        for (int i = 0; i < 500 && Dlpack.nativeBytesInUse() != bytes; i++) {
+            System.gc();
+            Thread.sleep(10);
+        }
+        assertThat(Dlpack.nativeBytesInUse()).isEqualTo(bytes);
+    }
+
+    private static List<MemorySegment> exportAnOwnerAndForgetIt() {
+        double[] values = new double[4096];
+        values[4095] = 7;
+        Tensor owner = Tensor.of(values).share(); // a second owning handle, as PythonDlpack.toPython keeps
+        List<MemorySegment> out = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            out.add(owner.export(ExportRequest.VERSIONED));
+        }
+        return out;
+    }
+
     private static void exportAViewManyTimesAndForgetIt() {
         Tensor view = Tensor.of(new double[] {1, 2, 3, 4}).transpose();
         for (int i = 0; i < 10; i++) {
