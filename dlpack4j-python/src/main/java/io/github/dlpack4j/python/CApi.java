@@ -27,6 +27,15 @@ final class CApi {
         return LINKER.downcallHandle(LOOKUP.findOrThrow(name), d);
     }
 
+    /**
+     * A call without the thread-state transition ({@code Linker.Option.critical}): only for functions
+     * that return at once and can never run Python code, and so never call back into Java or wait
+     * for anything (the JVM cannot reach a safepoint during the call).
+     */
+    private static MethodHandle leaf(String name, FunctionDescriptor d) {
+        return LINKER.downcallHandle(LOOKUP.findOrThrow(name), d, Linker.Option.critical(false));
+    }
+
     private static MethodHandle optional(String name, FunctionDescriptor d) {
         return LOOKUP.find(name).map(p -> LINKER.downcallHandle(p, d)).orElse(null);
     }
@@ -118,17 +127,17 @@ final class CApi {
 
     // Functions backed by Java, and capsules
     static final MethodHandle PyCFunction_NewEx = fn("PyCFunction_NewEx", P_PPP);
-    static final MethodHandle PyCapsule_New = fn("PyCapsule_New", P_PPP);
-    static final MethodHandle PyCapsule_GetPointer = fn("PyCapsule_GetPointer", P_PP);
-    static final MethodHandle PyCapsule_GetName = fn("PyCapsule_GetName", P_P);
-    static final MethodHandle PyCapsule_SetName = fn("PyCapsule_SetName", I_PP);
-    static final MethodHandle PyCapsule_IsValid = fn("PyCapsule_IsValid", I_PP);
+    static final MethodHandle PyCapsule_New = leaf("PyCapsule_New", P_PPP);
+    static final MethodHandle PyCapsule_GetPointer = leaf("PyCapsule_GetPointer", P_PP);
+    static final MethodHandle PyCapsule_GetName = leaf("PyCapsule_GetName", P_P);
+    static final MethodHandle PyCapsule_SetName = leaf("PyCapsule_SetName", I_PP);
+    static final MethodHandle PyCapsule_IsValid = leaf("PyCapsule_IsValid", I_PP);
 
     // Types made at run time, and what their methods read
     static final MethodHandle PyType_FromSpec = fn("PyType_FromSpec", P_P);
     static final MethodHandle PyType_GenericAlloc = fn("PyType_GenericAlloc", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG));
-    static final MethodHandle PyTuple_Size = fn("PyTuple_Size", FunctionDescriptor.of(JAVA_LONG, ADDRESS));
-    static final MethodHandle PyTuple_GetItem = fn("PyTuple_GetItem", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG));
+    static final MethodHandle PyTuple_Size = leaf("PyTuple_Size", FunctionDescriptor.of(JAVA_LONG, ADDRESS));
+    static final MethodHandle PyTuple_GetItem = leaf("PyTuple_GetItem", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG));
     static final MethodHandle PyUnicode_InternFromString = fn("PyUnicode_InternFromString", P_P);
     static final MethodHandle PyUnicode_CompareWithASCIIString = fn("PyUnicode_CompareWithASCIIString", I_PP);
 
