@@ -10,10 +10,10 @@ import io.github.dlpack4j.abi.DLDataType;
 import io.github.dlpack4j.abi.DLDevice;
 import io.github.dlpack4j.abi.DLManagedTensor;
 import io.github.dlpack4j.abi.DLManagedTensorVersioned;
-import io.github.dlpack4j.abi.DLPackExchangeAPI;
 import io.github.dlpack4j.abi.DLPackVersion;
 import io.github.dlpack4j.abi.DLTensor;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
@@ -43,10 +43,12 @@ final class Exports {
 
     static {
         try {
+            // self as JAVA_LONG, passed as a pointer is on every 64-bit platform the linker supports:
+            // an ADDRESS parameter would be a segment object made on every call.
             DELETER = Linker.nativeLinker().upcallStub(
                     MethodHandles.lookup().findStatic(Exports.class, "deleteFromNative",
-                            MethodType.methodType(void.class, MemorySegment.class)),
-                    DLPackExchangeAPI.DELETER_FN, Arena.global());
+                            MethodType.methodType(void.class, long.class)),
+                    FunctionDescriptor.ofVoid(JAVA_LONG), Arena.global());
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -169,9 +171,9 @@ final class Exports {
     }
 
     /** The upcall: never lets anything escape into C, which would kill the JVM. */
-    private static void deleteFromNative(MemorySegment self) {
+    private static void deleteFromNative(long self) {
         try {
-            delete(self.address());
+            delete(self);
         } catch (Throwable t) {
             try {
                 System.err.println("dlpack4j: error in the DLPack deleter: " + t);
@@ -188,17 +190,16 @@ final class Exports {
     static void delete(long address) {
         // One deleter serves both ABIs, whose manager_ctx sits at different offsets: take the
         // candidate whose slot holds a record of this very struct.
-        MemorySegment self = NativeMemory.at(address, DLManagedTensor.SIZE);
-        long slot = self.get(JAVA_LONG, DLManagedTensorVersioned.MANAGER_CTX);
+        long slot = NativeMemory.word(address + DLManagedTensorVersioned.MANAGER_CTX);
         Live live = recordAt(slot, address);
         if (live == null) {
-            slot = self.get(JAVA_LONG, DLManagedTensor.MANAGER_CTX);
+            slot = NativeMemory.word(address + DLManagedTensor.MANAGER_CTX);
             live = recordAt(slot, address);
         }
         if (live instanceof ExportPool.Block b) {
             b.delete(); // back to its pool; a second call is ignored there
         } else if (live instanceof Export e && LIVE.remove((int) slot, e)) {
-            NativeMemory.free(self, e.blockSize());
+            NativeMemory.free(NativeMemory.at(address, e.blockSize()), e.blockSize());
             e.memory().release();
         }
         // Otherwise not a live export of ours (a consumer calling the deleter twice): nothing to free.

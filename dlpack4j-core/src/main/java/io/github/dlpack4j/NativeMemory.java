@@ -46,6 +46,11 @@ final class NativeMemory {
         return EVERYTHING.asSlice(address, size);
     }
 
+    /** The long at {@code address}, read without making a segment. */
+    static long word(long address) {
+        return EVERYTHING.get(ValueLayout.JAVA_LONG_UNALIGNED, address);
+    }
+
     /** {@code n} longs read from {@code address}. */
     static long[] longs(long address, int n) {
         long[] a = new long[n];

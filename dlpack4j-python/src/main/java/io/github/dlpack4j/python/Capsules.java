@@ -52,8 +52,9 @@ final class Capsules {
 
     static {
         try {
+            // The capsule as JAVA_LONG, not ADDRESS: no segment object made per call.
             DESTRUCTOR = Linker.nativeLinker().upcallStub(MethodHandles.lookup().findStatic(Capsules.class, "destroy",
-                    MethodType.methodType(void.class, MemorySegment.class)), FunctionDescriptor.ofVoid(ValueLayout.ADDRESS),
+                    MethodType.methodType(void.class, long.class)), FunctionDescriptor.ofVoid(ValueLayout.JAVA_LONG),
                     Arena.global());
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
@@ -93,8 +94,9 @@ final class Capsules {
      * consumer renamed the capsule (took ownership). Never throws into C, and leaves any exception
      * that is being raised as it is.
      */
-    private static void destroy(MemorySegment capsule) {
+    private static void destroy(long capsuleAddress) {
         try {
+            MemorySegment capsule = MemorySegment.ofAddress(capsuleAddress);
             MemorySegment name = (MemorySegment) CApi.PyCapsule_GetName.invokeExact(capsule);
             boolean versioned = name.address() == VERSIONED.address();
             if (!versioned && name.address() != LEGACY.address()) {

@@ -57,46 +57,46 @@ final class DlpackArguments {
 
     /**
      * The request in a {@code METH_FASTCALL | METH_KEYWORDS} call: {@code nargs} positional values
-     * at {@code args}, then one value per name in the {@code kwnames} tuple (NULL when none).
+     * at {@code args}, then one value per name in the {@code kwnames} tuple (0 when none). Objects
+     * are passed and kept as addresses: segments made per call would be allocated on every call.
      *
      * @throws PythonException the Python exception to raise
      */
-    static ExportRequest parse(DlpackExporter exporter, MemorySegment args, long nargs, MemorySegment kwnames)
-            throws Throwable {
+    static ExportRequest parse(DlpackExporter exporter, long args, long nargs, long kwnames) throws Throwable {
         if (nargs != 0) {
             throw new PythonException("TypeError", "__dlpack__() takes 0 positional arguments but " + nargs
                     + (nargs == 1 ? " was" : " were") + " given");
         }
-        MemorySegment stream = NONE;
-        MemorySegment maxVersion = NONE;
-        MemorySegment dlDevice = NONE;
-        MemorySegment copy = NONE;
-        if (kwnames.address() != 0) {
+        long none = NONE.address();
+        long stream = none;
+        long maxVersion = none;
+        long dlDevice = none;
+        long copy = none;
+        if (kwnames != 0) {
             int[] keywords = keywords(kwnames);
-            MemorySegment values = Py.at(args, keywords.length * ADDRESS.byteSize());
             for (int i = 0; i < keywords.length; i++) {
-                MemorySegment value = values.getAtIndex(ADDRESS, i);
+                long value = Py.word(args + i * ADDRESS.byteSize());
                 switch (keywords[i]) {
                     case STREAM -> stream = value;
                     case MAX_VERSION -> maxVersion = value;
                     case DL_DEVICE -> dlDevice = value;
                     case COPY -> copy = value;
                     default -> throw new PythonException("TypeError", "__dlpack__() got an unexpected keyword argument '"
-                            + Py.str((MemorySegment) CApi.PyTuple_GetItem.invokeExact(kwnames, (long) i)) + "'");
+                            + Py.str((MemorySegment) CApi.PyTuple_GetItem.invokeExact(object(kwnames), (long) i)) + "'");
                 }
             }
         }
         Device device = exporter.device();
-        Device requested = isNone(dlDevice) ? null : requestedDevice(dlDevice, device);
+        Device requested = isNone(dlDevice) ? null : requestedDevice(object(dlDevice), device);
         Boolean copyPolicy = copyPolicy(copy);
         boolean versioned = !isNone(maxVersion) && major(maxVersion) >= 1;
         Long streamValue = null;
         if (!isNone(stream)) {
             if (device.type() == DeviceType.CPU) {
                 throw new PythonException("RuntimeError", "a CPU tensor takes only stream=None (DLPack defines no CPU "
-                        + "streams), got stream=" + Py.str(stream));
+                        + "streams), got stream=" + Py.str(object(stream)));
             }
-            streamValue = Py.asLong(stream);
+            streamValue = Py.asLong(object(stream));
             checkStream(device.type(), streamValue);
         }
         if (!versioned && !Boolean.TRUE.equals(copyPolicy)) {
@@ -129,8 +129,13 @@ final class DlpackArguments {
         }
     }
 
-    private static boolean isNone(MemorySegment o) {
-        return o.address() == NONE.address();
+    private static boolean isNone(long o) {
+        return o == NONE.address();
+    }
+
+    /** The object at {@code address}, for the calls off the common path. */
+    private static MemorySegment object(long address) {
+        return MemorySegment.ofAddress(address);
     }
 
     /*
@@ -139,34 +144,35 @@ final class DlpackArguments {
      * cannot be reused, and its meaning is not worked out again. Every caller holds the GIL, which
      * orders the use of these fields.
      */
-    private static MemorySegment lastKwnames = MemorySegment.NULL;
+    private static long lastKwnames;
     private static int[] lastKeywords;
-    private static MemorySegment lastMaxVersion = MemorySegment.NULL;
+    private static long lastMaxVersion;
     private static long lastMajor;
     private static final MemorySegment LONG_TYPE = CApi.symbol("PyLong_Type");
 
     /** The keyword index of each name in {@code kwnames}. */
-    private static int[] keywords(MemorySegment kwnames) throws Throwable {
-        if (kwnames.address() == lastKwnames.address()) {
+    private static int[] keywords(long kwnamesAddress) throws Throwable {
+        if (kwnamesAddress == lastKwnames) {
             return lastKeywords;
         }
+        MemorySegment kwnames = object(kwnamesAddress);
         int n = (int) Py.checkSize((long) CApi.PyTuple_Size.invokeExact(kwnames));
         int[] keywords = new int[n];
         for (int i = 0; i < n; i++) {
             keywords[i] = keyword(Py.check((MemorySegment) CApi.PyTuple_GetItem.invokeExact(kwnames, (long) i)));
         }
-        MemorySegment before = lastKwnames;
+        long before = lastKwnames;
         Py.incRef(kwnames);
-        lastKwnames = kwnames;
+        lastKwnames = kwnamesAddress;
         lastKeywords = keywords;
         release(before); // last: dropping it may run Python code that calls back in
         return keywords;
     }
 
     /** Drops the reference to a cache's previous object, if there was one. */
-    private static void release(MemorySegment before) {
-        if (before.address() != 0) {
-            Py.decRef(before);
+    private static void release(long before) {
+        if (before != 0) {
+            Py.decRef(object(before));
         }
     }
 
@@ -208,16 +214,17 @@ final class DlpackArguments {
     }
 
     /** {@code copy}: None, or a truth value; strings are refused as NumPy refuses them. */
-    private static Boolean copyPolicy(MemorySegment copy) throws Throwable {
-        if (isNone(copy)) {
+    private static Boolean copyPolicy(long copyAddress) throws Throwable {
+        if (isNone(copyAddress)) {
             return null;
         }
-        if (copy.address() == TRUE.address()) {
+        if (copyAddress == TRUE.address()) {
             return Boolean.TRUE;
         }
-        if (copy.address() == FALSE.address()) {
+        if (copyAddress == FALSE.address()) {
             return Boolean.FALSE;
         }
+        MemorySegment copy = object(copyAddress);
         if (Py.check((int) CApi.PyObject_IsInstance.invokeExact(copy, UNICODE_TYPE)) == 1) {
             throw new PythonException("ValueError", "strings are not allowed for 'copy' keyword. Use True/False/None instead.");
         }
@@ -225,10 +232,11 @@ final class DlpackArguments {
     }
 
     /** The major version in {@code max_version}, a (major, minor) tuple; the minor is not read. */
-    private static long major(MemorySegment maxVersion) throws Throwable {
-        if (maxVersion.address() == lastMaxVersion.address()) {
+    private static long major(long maxVersionAddress) throws Throwable {
+        if (maxVersionAddress == lastMaxVersion) {
             return lastMajor;
         }
+        MemorySegment maxVersion = object(maxVersionAddress);
         long size = (long) CApi.PyTuple_Size.invokeExact(maxVersion);
         if (size != 2) {
             if (size == -1) {
@@ -242,9 +250,9 @@ final class DlpackArguments {
         boolean plainInt = type.address() == LONG_TYPE.address();
         Py.decRef(type);
         if (plainInt) { // an int's value cannot change; an object with __index__ might
-            MemorySegment before = lastMaxVersion;
+            long before = lastMaxVersion;
             Py.incRef(maxVersion);
-            lastMaxVersion = maxVersion;
+            lastMaxVersion = maxVersionAddress;
             lastMajor = major;
             release(before);
         }

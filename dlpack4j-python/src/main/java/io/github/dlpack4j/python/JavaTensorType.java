@@ -90,7 +90,11 @@ final class JavaTensorType {
 
     /** The instance at {@code o}, or null if {@code o} is not one of ours. Needs the GIL, which orders the cache. */
     static Instance instance(MemorySegment o) {
-        long a = o.address();
+        return instance(o.address());
+    }
+
+    /** {@link #instance(MemorySegment)} by address. */
+    static Instance instance(long a) {
         if (a == lastAddress) {
             return lastInstance;
         }
@@ -140,9 +144,11 @@ final class JavaTensorType {
         Arena global = Arena.global();
         Linker linker = Linker.nativeLinker();
         MethodHandles.Lookup lookup = MethodHandles.lookup();
+        // Pointer arguments as JAVA_LONG (passed the same way on every 64-bit platform the linker
+        // supports): a MemorySegment argument is an object made on every call.
         MemorySegment dlpack = linker.upcallStub(lookup.findStatic(JavaTensorType.class, "dlpack",
-                MethodType.methodType(MemorySegment.class, MemorySegment.class, MemorySegment.class, long.class,
-                        MemorySegment.class)), FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS), global);
+                MethodType.methodType(MemorySegment.class, long.class, long.class, long.class, long.class)),
+                FunctionDescriptor.of(ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG), global);
         MemorySegment device = linker.upcallStub(lookup.findStatic(JavaTensorType.class, "dlpackDevice",
                 MethodType.methodType(MemorySegment.class, MemorySegment.class, MemorySegment.class)),
                 FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), global);
@@ -207,7 +213,7 @@ final class JavaTensorType {
     // ---------------------------------------------------------------- upcalls (GIL held; nothing may reach C)
 
     /** {@code __dlpack__}: METH_FASTCALL | METH_KEYWORDS. */
-    private static MemorySegment dlpack(MemorySegment self, MemorySegment args, long nargs, MemorySegment kwnames) {
+    private static MemorySegment dlpack(long self, long args, long nargs, long kwnames) {
         try {
             Instance in = instance(self);
             if (in == null) {

@@ -68,6 +68,11 @@ final class Py {
         return MEMORY.asSlice(address.address(), size);
     }
 
+    /** The pointer-sized word at {@code address} (a {@code PyObject*} in an argument array). */
+    static long word(long address) {
+        return MEMORY.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, address);
+    }
+
     /** {@code int(o)} through {@code __index__}; Python's own TypeError or OverflowError if it has none or is too big. */
     static long asLong(MemorySegment o) throws Throwable {
         long v = (long) CApi.PyLong_AsLongLong.invokeExact(o);
