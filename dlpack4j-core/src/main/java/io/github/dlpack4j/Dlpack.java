@@ -5,7 +5,8 @@ import java.lang.foreign.MemorySegment;
 /**
  * Export of Java tensors as DLPack managed structs, and diagnostics of what is outstanding.
  *
- * <p>Each export is a fresh struct that shares the tensor's memory (no copy). The consumer owns
+ * <p>Each export is a struct of its own that shares the tensor's memory (no copy; a tensor exported
+ * again and again reuses the structs whose deleters have run). The consumer owns
  * the struct and must call its deleter exactly once; the deleter may run on any thread, at any
  * time, and never throws into C. The tensor's memory stays allocated while any export is alive,
  * even after the tensor is {@linkplain Tensor#close() closed}.
@@ -55,7 +56,10 @@ public final class Dlpack {
         return Exports.liveCount();
     }
 
-    /** Bytes of native memory this library holds now: tensor data and export structs. */
+    /**
+     * Bytes of native memory this library holds now: tensor data and export structs (those a
+     * tensor keeps for reuse included, until it is closed or collected).
+     */
     public static long nativeBytesInUse() {
         return NativeMemory.bytesInUse();
     }

@@ -29,13 +29,12 @@ import java.lang.ref.Cleaner;
  * a compare-and-set, so an export, its deleter, the pool closing and abandoning race safely: a block
  * is handed to one consumer at a time and freed exactly once.
  *
- * <p>The pool is closed, and its free blocks freed, when its tensor is closed or becomes unreachable
- * (a cleaner); it never references the tensor. The pool of an owning tensor holds one reference to
- * the memory, from its making until it is closed and every block out then has come back, so that an
- * export costs no reference count of its own; the memory's lifetime is what it is with unpooled
- * exports (the owner's {@code close()} closes the pool). A view's {@code close()} does nothing, so
- * the pool of a view would hold the memory until the view is collected: there each export holds its
- * own reference instead. The deleter, {@code manager_ctx}, version and flags are written once, the
+ * <p>Only owning tensors have pools (a view's {@code close()} does nothing, so its pool could only
+ * go when the view is collected). The pool is closed, and its free blocks freed, when its tensor is
+ * closed or becomes unreachable (a cleaner); it never references the tensor. It holds one reference
+ * to the memory, from its making until it is closed and every block out then has come back, so that
+ * an export costs no reference count of its own and the memory goes exactly when it would with
+ * unpooled exports. The deleter, {@code manager_ctx}, version and flags are written once, the
  * {@code DLTensor} (data, device, shape, strides, dtype) on every export.
  */
 final class ExportPool {
@@ -81,31 +80,16 @@ final class ExportPool {
 
         /** The deleter's work: back to the pool, or freed if the pool closed meanwhile. Ignores a second call. */
         void delete() {
-            if (giveBack() && !holdsMemory) {
-                memory.release();
-            }
-        }
-
-        /** Returns whether the block was out (and now is not). */
-        private boolean giveBack() {
-            if (move(OUT, FREE)) {
-                return true;
-            }
-            if (move(ORPHAN, DEAD)) {
+            if (!move(OUT, FREE) && move(ORPHAN, DEAD)) {
                 free(this);
-                if (holdsMemory) {
-                    comeBack();
-                }
-                return true;
+                comeBack();
             }
-            return false; // FREE, DEAD or ABANDONED: a deleter called twice, or after abandonAll
+            // Otherwise FREE, DEAD or ABANDONED: a deleter called twice, or after abandonAll.
         }
 
         /** For {@link Exports#abandonAll}: the deleter of a block that is out becomes NULL; none goes out again. */
         boolean abandon() {
-            if (holdsMemory) {
-                leaked = true; // before any block is abandoned: the pool's reference is never dropped now
-            }
+            leaked = true; // before any block is abandoned: the pool's reference is never dropped now
             while (true) {
                 int s = state;
                 if (s == OUT || s == ORPHAN) {
@@ -130,8 +114,6 @@ final class ExportPool {
     }
 
     private final MemoryOwner memory;
-    /** Whether the pool holds one reference to the memory for all its exports, rather than each export its own. */
-    private final boolean holdsMemory;
     /** Once closed: 1 (the closing itself) + the blocks out then that have not come back; the last drops the pool's reference. */
     @SuppressWarnings("unused") // through PENDING
     private volatile int pending;
@@ -153,7 +135,6 @@ final class ExportPool {
 
     private ExportPool(Tensor t, boolean versioned) {
         memory = t.memory();
-        holdsMemory = t.isOwning();
         int ndim = t.ndim();
         long head = versioned ? DLManagedTensorVersioned.SIZE : DLManagedTensor.SIZE;
         blockSize = head + 16L * ndim;
@@ -169,10 +150,8 @@ final class ExportPool {
         strides = t.stridesArray().clone();
         long flags = t.flags();
         blocks = new Block[BLOCKS];
-        if (holdsMemory) {
-            memory.retain(); // throws if the memory was released: the caller exports no more
-            pending = 1; // dropped by closeBlocks, as if closing
-        }
+        memory.retain(); // throws if the memory was released: the caller exports no more
+        pending = 1; // the share closeBlocks drops
         Cleaner.Cleanable registered = null;
         try {
             for (int i = 0; i < BLOCKS; i++) {
@@ -215,21 +194,11 @@ final class ExportPool {
     }
 
     /**
-     * A pooled export of the tensor, holding one reference to its memory; null if every block is out.
-     *
-     * @throws IllegalStateException if the memory was released
+     * A pooled export of the tensor (the pool's reference keeps the memory); null if every block is out.
      */
     MemorySegment export() {
         for (Block b : blocks) {
             if (b.state == FREE && b.move(FREE, OUT)) {
-                if (!holdsMemory) {
-                    try {
-                        memory.retain();
-                    } catch (RuntimeException | Error e) {
-                        b.giveBack();
-                        throw e;
-                    }
-                }
                 fill(b.segment);
                 return b.segment;
             }
@@ -288,9 +257,7 @@ final class ExportPool {
                 }
             }
         }
-        if (holdsMemory) {
-            comeBack(); // the closing's own share
-        }
+        comeBack(); // the closing's own share
     }
 
     /** One share of {@code pending} is done; the last drops the pool's reference to the memory. */

@@ -22,10 +22,12 @@ import java.lang.invoke.MethodType;
 /**
  * Java tensors handed out as managed structs, and the one deleter that takes them back.
  *
- * <p>Each export is a fresh {@code malloc}ed block: the managed struct followed by its shape and
- * strides arrays. Its record, which holds one reference to the tensor memory, sits in a registry
- * slot; {@code manager_ctx} carries the slot number, never a Java object address. The deleter is a single upcall stub for the process, in the global arena
- * because a consumer may call it at any time, on any thread, late.
+ * <p>An export is a block holding the managed struct followed by its shape and strides arrays:
+ * a fresh {@code malloc}ed one whose record (holding one reference to the tensor memory) sits in a
+ * registry slot, or, for a tensor exported more than once, a block of its {@link ExportPool},
+ * registered for as long as the pool lives. {@code manager_ctx} carries the slot number, never a Java
+ * object address. The deleter is a single upcall stub for the process, in the global arena because a
+ * consumer may call it at any time, on any thread, late.
  */
 final class Exports {
     /** What a registry slot holds: a one-off export, or a block of an {@link ExportPool}. */

@@ -106,7 +106,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     private final boolean paddedSubByte;
     private final ElementAccess access;
     private final long numel;
-    /** Export structs kept for reuse, per ABI, made on this view's second export of that ABI; see {@link ExportPool}. */
+    /** Export structs kept for reuse, per ABI, made on an owning tensor's second export of that ABI; see {@link ExportPool}. */
     private volatile ExportPool versionedPool;
     private volatile ExportPool legacyPool;
     /** Exports made without a pool (racy counts: they only decide when a pool is worth making). */
@@ -869,13 +869,13 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     }
 
     /**
-     * The pool for this view's exports in one ABI, or null while it has been exported only once
-     * that way (a view exported once never pays for a pool). Its blocks are freed when this tensor
-     * is closed or unreachable.
+     * The pool for this owning tensor's exports in one ABI, or null for a view, or while it has been
+     * exported only once that way (a tensor exported once never pays for a pool). Its blocks are
+     * freed when this tensor is closed or unreachable.
      */
     ExportPool exportPool(boolean versioned) {
         ExportPool pool = versioned ? versionedPool : legacyPool;
-        if (pool != null) {
+        if (pool != null || !owning) {
             return pool;
         }
         if ((versioned ? versionedExports++ : legacyExports++) == 0) {
@@ -902,10 +902,6 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return memory;
     }
 
-    /** Whether this is an owning handle (whose {@code close()} lets go of the memory), not a view. */
-    boolean isOwning() {
-        return owning;
-    }
 
     Handle handle() {
         return handle;

@@ -32,8 +32,10 @@ class ConcurrencyTest {
         ExecutorService pool = Executors.newFixedThreadPool(threads);
         try {
             for (int round = 0; round < rounds; round++) {
-                List<Tensor> shared = List.of(Tensor.of(new double[] {1, 2, 3, 4}), Tensor.of(new int[] {5, 6}, 2, 1),
+                List<Tensor> owners = List.of(Tensor.of(new double[] {1, 2, 3, 4}), Tensor.of(new int[] {5, 6}, 2, 1),
                         Tensor.zeros(DataType.FLOAT16, 8));
+                // A view too: its pooled exports each hold the memory, where an owner's pool holds it once.
+                List<Tensor> shared = List.of(owners.get(0), owners.get(1), owners.get(2), owners.get(1).transpose());
                 // Exports handed between threads: adopted and closed by a thread other than the exporter.
                 ConcurrentLinkedQueue<Export> handoff = new ConcurrentLinkedQueue<>();
                 CyclicBarrier start = new CyclicBarrier(threads);
@@ -70,7 +72,7 @@ class ConcurrencyTest {
                 for (Export left; (left = handoff.poll()) != null; ) {
                     left.adopt().close();
                 }
-                shared.forEach(Tensor::close);
+                owners.forEach(Tensor::close);
                 assertThat(Dlpack.liveExports()).isZero();
             }
         } finally {
