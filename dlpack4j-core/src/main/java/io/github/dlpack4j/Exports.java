@@ -63,16 +63,8 @@ final class Exports {
      * tensor exported more than once without extra flags takes its structs from an {@link ExportPool}.
      */
     static MemorySegment export(Tensor t, boolean versioned, long extraFlags) {
-        if (t.isClosed()) {
-            throw new IllegalStateException("cannot export a closed tensor");
-        }
-        if (t.isReadOnly() && !versioned) {
-            throw new DlpackException("a read-only tensor cannot be exported through the legacy ABI, which has no "
-                    + "READ_ONLY flag: a consumer would write to it (export it versioned, or copy() it)");
-        }
-        if (t.isSubBytePadded() && !versioned) {
-            throw new DlpackException("padded sub-byte " + t.dtype()
-                    + " data needs the IS_SUBBYTE_TYPE_PADDED flag, which only the versioned ABI carries");
+        if (t.isClosed() || (!versioned && (t.isReadOnly() || t.isSubBytePadded()))) {
+            refuse(t);
         }
         if (extraFlags == 0) {
             ExportPool pool = t.exportPool(versioned);
@@ -83,6 +75,24 @@ final class Exports {
                 }
             }
         }
+        return exportUnpooled(t, versioned, extraFlags);
+    }
+
+    /** Why {@code t} cannot be exported (closed, or read-only or padded data for the legacy ABI). */
+    private static void refuse(Tensor t) {
+        if (t.isClosed()) {
+            throw new IllegalStateException("cannot export a closed tensor");
+        }
+        if (t.isReadOnly()) {
+            throw new DlpackException("a read-only tensor cannot be exported through the legacy ABI, which has no "
+                    + "READ_ONLY flag: a consumer would write to it (export it versioned, or copy() it)");
+        }
+        throw new DlpackException("padded sub-byte " + t.dtype()
+                + " data needs the IS_SUBBYTE_TYPE_PADDED flag, which only the versioned ABI carries");
+    }
+
+    /** A fresh {@code malloc}ed export, registered until its deleter runs. */
+    private static MemorySegment exportUnpooled(Tensor t, boolean versioned, long extraFlags) {
         int ndim = t.ndim();
         long head = versioned ? DLManagedTensorVersioned.SIZE : DLManagedTensor.SIZE;
         long blockSize = head + 16L * ndim;

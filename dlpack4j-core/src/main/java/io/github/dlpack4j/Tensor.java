@@ -325,6 +325,13 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      */
     @Override
     public MemorySegment export(ExportRequest request) {
+        if (request.device() == null && request.stream() == null && request.copy() == null) {
+            return Exports.export(this, request.versioned(), 0); // the common request, kept small to inline
+        }
+        return exportAsAsked(request);
+    }
+
+    private MemorySegment exportAsAsked(ExportRequest request) {
         if (request.device() != null && !request.device().equals(device)) {
             throw new DlpackException("the tensor is on " + device + ", not " + request.device()
                     + " (dlpack4j does not copy between devices)");
@@ -875,13 +882,15 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      */
     ExportPool exportPool(boolean versioned) {
         ExportPool pool = versioned ? versionedPool : legacyPool;
-        if (pool != null || !owning) {
-            return pool;
-        }
+        return pool != null || !owning ? pool : newExportPool(versioned);
+    }
+
+    private ExportPool newExportPool(boolean versioned) {
+        ExportPool pool;
         if ((versioned ? versionedExports++ : legacyExports++) == 0) {
             return null;
         }
-        synchronized (handle) { // rare: once per view and ABI
+        synchronized (handle) { // rare: once per tensor and ABI
             pool = versioned ? versionedPool : legacyPool;
             if (pool == null && !isClosed()) {
                 pool = ExportPool.create(this, versioned);
