@@ -1,17 +1,12 @@
 package io.github.dlpack4j;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
-import io.github.dlpack4j.abi.DLDataType;
-import io.github.dlpack4j.abi.DLDevice;
 import io.github.dlpack4j.abi.DLManagedTensor;
 import io.github.dlpack4j.abi.DLManagedTensorVersioned;
 import io.github.dlpack4j.abi.DLPackVersion;
-import io.github.dlpack4j.abi.DLTensor;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -124,11 +119,8 @@ final class ExportPool {
     private final long dl;
     private final long deleterOffset;
     private final long data;
-    private final int deviceType;
-    private final int deviceId;
-    private final byte dtypeCode;
-    private final byte dtypeBits;
-    private final short dtypeLanes;
+    private final Device device;
+    private final DataType dtype;
     private final long[] shape;
     private final long[] strides;
     private final Cleaner.Cleanable cleanable;
@@ -141,11 +133,8 @@ final class ExportPool {
         dl = versioned ? DLManagedTensorVersioned.DL_TENSOR : DLManagedTensor.DL_TENSOR;
         deleterOffset = versioned ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER;
         data = t.numel() == 0 ? 0L : memory.base.address() + t.offset(); // DLPack: NULL data without elements
-        deviceType = t.device().type().code();
-        deviceId = t.device().id();
-        dtypeCode = (byte) t.dtype().code().code();
-        dtypeBits = (byte) t.dtype().bits();
-        dtypeLanes = (short) t.dtype().lanes();
+        device = t.device();
+        dtype = t.dtype();
         shape = t.shapeArray().clone();
         strides = t.stridesArray().clone();
         long flags = t.flags();
@@ -208,23 +197,7 @@ final class ExportPool {
 
     /** Writes the {@code DLTensor}: a consumer of an earlier export must not have changed what the next one reads. */
     private void fill(MemorySegment s) {
-        int ndim = shape.length;
-        long shapeAt = blockSize - 16L * ndim;
-        long stridesAt = shapeAt + 8L * ndim;
-        for (int i = 0; i < ndim; i++) {
-            s.set(JAVA_LONG, shapeAt + 8L * i, shape[i]);
-            s.set(JAVA_LONG, stridesAt + 8L * i, strides[i]);
-        }
-        s.set(JAVA_LONG, dl + DLTensor.DATA, data);
-        s.set(JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_TYPE, deviceType);
-        s.set(JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_ID, deviceId);
-        s.set(JAVA_INT, dl + DLTensor.NDIM, ndim);
-        s.set(JAVA_BYTE, dl + DLTensor.DTYPE + DLDataType.CODE, dtypeCode);
-        s.set(JAVA_BYTE, dl + DLTensor.DTYPE + DLDataType.BITS, dtypeBits);
-        s.set(JAVA_SHORT, dl + DLTensor.DTYPE + DLDataType.LANES, dtypeLanes);
-        s.set(JAVA_LONG, dl + DLTensor.SHAPE, s.address() + shapeAt);
-        s.set(JAVA_LONG, dl + DLTensor.STRIDES, s.address() + stridesAt);
-        s.set(JAVA_LONG, dl + DLTensor.BYTE_OFFSET, 0L);
+        Exports.writeTensor(s, dl, blockSize - 16L * shape.length, data, device, dtype, shape, strides);
     }
 
     /** Frees the blocks in the pool now; those out are freed by their deleters. Once; also run by the cleaner. */

@@ -119,21 +119,9 @@ final class Exports {
             block.set(ADDRESS, DLManagedTensor.DELETER, DELETER);
             dl = DLManagedTensor.DL_TENSOR;
         }
-        long shapeAt = head;
-        long stridesAt = head + 8L * ndim;
-        MemorySegment.copy(t.shapeArray(), 0, block, JAVA_LONG, shapeAt, ndim);
-        MemorySegment.copy(t.stridesArray(), 0, block, JAVA_LONG, stridesAt, ndim);
         // DLPack asks for NULL data in a tensor without elements.
-        block.set(JAVA_LONG, dl + DLTensor.DATA, t.numel() == 0 ? 0L : memory.base.address() + t.offset());
-        block.set(JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_TYPE, t.device().type().code());
-        block.set(JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_ID, t.device().id());
-        block.set(JAVA_INT, dl + DLTensor.NDIM, ndim);
-        block.set(JAVA_BYTE, dl + DLTensor.DTYPE + DLDataType.CODE, (byte) t.dtype().code().code());
-        block.set(JAVA_BYTE, dl + DLTensor.DTYPE + DLDataType.BITS, (byte) t.dtype().bits());
-        block.set(JAVA_SHORT, dl + DLTensor.DTYPE + DLDataType.LANES, (short) t.dtype().lanes());
-        block.set(JAVA_LONG, dl + DLTensor.SHAPE, block.address() + shapeAt);
-        block.set(JAVA_LONG, dl + DLTensor.STRIDES, block.address() + stridesAt);
-        block.set(JAVA_LONG, dl + DLTensor.BYTE_OFFSET, 0L);
+        writeTensor(block, dl, head, t.numel() == 0 ? 0L : memory.base.address() + t.offset(), t.device(), t.dtype(),
+                t.shapeArray(), t.stridesArray());
         Export record = new Export(block.address(), memory, blockSize, versioned);
         int slot;
         try {
@@ -150,6 +138,30 @@ final class Exports {
             block.set(ADDRESS, versioned ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER, MemorySegment.NULL);
         }
         return block;
+    }
+
+    /**
+     * Writes the {@code DLTensor} at offset {@code dl} of {@code block}, with its shape and then its
+     * strides at offset {@code shapeAt} of the same block.
+     */
+    static void writeTensor(MemorySegment block, long dl, long shapeAt, long data, Device device, DataType dtype,
+                            long[] shape, long[] strides) {
+        int ndim = shape.length;
+        long stridesAt = shapeAt + 8L * ndim;
+        for (int i = 0; i < ndim; i++) {
+            block.set(JAVA_LONG, shapeAt + 8L * i, shape[i]);
+            block.set(JAVA_LONG, stridesAt + 8L * i, strides[i]);
+        }
+        block.set(JAVA_LONG, dl + DLTensor.DATA, data);
+        block.set(JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_TYPE, device.type().code());
+        block.set(JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_ID, device.id());
+        block.set(JAVA_INT, dl + DLTensor.NDIM, ndim);
+        block.set(JAVA_BYTE, dl + DLTensor.DTYPE + DLDataType.CODE, (byte) dtype.code().code());
+        block.set(JAVA_BYTE, dl + DLTensor.DTYPE + DLDataType.BITS, (byte) dtype.bits());
+        block.set(JAVA_SHORT, dl + DLTensor.DTYPE + DLDataType.LANES, (short) dtype.lanes());
+        block.set(JAVA_LONG, dl + DLTensor.SHAPE, block.address() + shapeAt);
+        block.set(JAVA_LONG, dl + DLTensor.STRIDES, block.address() + stridesAt);
+        block.set(JAVA_LONG, dl + DLTensor.BYTE_OFFSET, 0L);
     }
 
     /** Registers a pool block for good (until {@link #unregister}); returns its slot. */
