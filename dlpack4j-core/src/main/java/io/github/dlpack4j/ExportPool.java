@@ -145,8 +145,9 @@ final class ExportPool {
         try {
             for (int i = 0; i < BLOCKS; i++) {
                 MemorySegment s = NativeMemory.malloc(blockSize);
-                Block b = new Block(s);
+                Block b;
                 try {
+                    b = new Block(s);
                     b.slot = Exports.register(b);
                 } catch (RuntimeException | Error e) {
                     NativeMemory.free(s, blockSize);

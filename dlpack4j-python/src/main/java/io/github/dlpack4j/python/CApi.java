@@ -30,7 +30,12 @@ final class CApi {
     /**
      * A call without the thread-state transition ({@code Linker.Option.critical}): only for functions
      * that return at once and can never run Python code, and so never call back into Java or wait
-     * for anything (the JVM cannot reach a safepoint during the call).
+     * for anything (the JVM cannot reach a safepoint during the call). Callers must also pass
+     * arguments that cannot fail: raising an error allocates the exception, and on CPython 3.9-3.11
+     * an allocation can collect garbage, whose finalizers and capsule destructors may be Java upcalls
+     * (which abort the JVM from inside a critical call). So capsules are checked first
+     * ({@code PyCapsule_IsValid}, which never fails); {@code PyCapsule_New}, which can run out of
+     * memory, and the tuple functions, whose arguments come from callers, are not critical.
      */
     private static MethodHandle leaf(String name, FunctionDescriptor d) {
         return LINKER.downcallHandle(LOOKUP.findOrThrow(name), d, Linker.Option.critical(false));
@@ -127,7 +132,7 @@ final class CApi {
 
     // Functions backed by Java, and capsules
     static final MethodHandle PyCFunction_NewEx = fn("PyCFunction_NewEx", P_PPP);
-    static final MethodHandle PyCapsule_New = leaf("PyCapsule_New", P_PPP);
+    static final MethodHandle PyCapsule_New = fn("PyCapsule_New", P_PPP);
     static final MethodHandle PyCapsule_GetPointer = leaf("PyCapsule_GetPointer", P_PP);
     static final MethodHandle PyCapsule_GetName = leaf("PyCapsule_GetName", P_P);
     static final MethodHandle PyCapsule_SetName = leaf("PyCapsule_SetName", I_PP);
@@ -136,8 +141,8 @@ final class CApi {
     // Types made at run time, and what their methods read
     static final MethodHandle PyType_FromSpec = fn("PyType_FromSpec", P_P);
     static final MethodHandle PyType_GenericAlloc = fn("PyType_GenericAlloc", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG));
-    static final MethodHandle PyTuple_Size = leaf("PyTuple_Size", FunctionDescriptor.of(JAVA_LONG, ADDRESS));
-    static final MethodHandle PyTuple_GetItem = leaf("PyTuple_GetItem", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG));
+    static final MethodHandle PyTuple_Size = fn("PyTuple_Size", FunctionDescriptor.of(JAVA_LONG, ADDRESS));
+    static final MethodHandle PyTuple_GetItem = fn("PyTuple_GetItem", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG));
     static final MethodHandle PyUnicode_InternFromString = fn("PyUnicode_InternFromString", P_P);
     static final MethodHandle PyUnicode_CompareWithASCIIString = fn("PyUnicode_CompareWithASCIIString", I_PP);
 

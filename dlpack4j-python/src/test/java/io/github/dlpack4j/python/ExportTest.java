@@ -192,6 +192,46 @@ class ExportTest {
     }
 
     @Test
+    void aBadRequestWhilePythonHandlesAnExceptionAndCollectsGarbageRaisesInsteadOfCrashing() {
+        // On CPython 3.9-3.11 raising the TypeError allocates while an exception is being handled, which
+        // can start a collection whose capsule destructors call into Java: that must not happen inside a
+        // call the JVM made without a thread-state transition (it aborts the JVM).
+        try (Tensor t = Tensor.of(new float[] {1, 2, 3}); PyObject obj = PythonDlpack.toPython(t)) {
+            PY.setGlobal("x_java", obj);
+            PY.exec("""
+                    import gc
+                    class x_Cycle: pass
+                    gc.disable()
+                    for _ in range(50):
+                        x_c = x_Cycle(); x_c.self = x_c; x_c.capsule = x_java.__dlpack__(max_version=(1, 0))
+                    del x_c
+                    x_threshold = gc.get_threshold()
+                    x_bad = [1, 0]  # made now: nothing may be allocated before the call
+                    x_errors = []
+                    def x_ask(bad):
+                        try:
+                            x_java.__dlpack__(max_version=bad)
+                        except TypeError as e:
+                            x_errors.append(type(e).__name__)
+                    try:
+                        raise ValueError("being handled")
+                    except ValueError:
+                        gc.set_threshold(1)
+                        gc.enable()
+                        x_ask(x_bad)
+                        for bad in (1.0, "1.0", (1,)):
+                            x_ask(bad)
+                    gc.set_threshold(*x_threshold)
+                    gc.collect()
+                    """);
+            try (PyObject errors = PY.eval("x_errors")) {
+                assertThat(errors.toJava()).isEqualTo(List.of("TypeError", "TypeError", "TypeError", "TypeError"));
+            }
+            assertThat(Dlpack.liveExports()).as("the collected capsules deleted their exports").isEqualTo(exportsBefore);
+        }
+    }
+
+    @Test
     void aReadOnlyTensorArrivesReadOnlyAndIsRefusedToLegacyConsumers() {
         try (Tensor t = Tensor.of(new double[] {1, 2}); PyObject obj = PythonDlpack.toPython(t.readOnly())) {
             PY.setGlobal("x_java", obj);
