@@ -129,6 +129,50 @@ class ExportPoolTest {
     }
 
     @Test
+    void aTensorClosedWhileThreadsAreMakingItsPoolLosesNothingAndFreesEverything() throws Exception {
+        long bytes = Dlpack.nativeBytesInUse();
+        int before = Dlpack.liveExports();
+        int threads = 3;
+        java.util.concurrent.ExecutorService exporters = java.util.concurrent.Executors.newFixedThreadPool(threads);
+        try {
+            for (int round = 0; round < 2000; round++) {
+                Tensor x = Tensor.of(new int[] {round, 7});
+                java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(threads + 1);
+                List<java.util.concurrent.Future<List<MemorySegment>>> made = new ArrayList<>();
+                for (int t = 0; t < threads; t++) {
+                    made.add(exporters.submit(() -> {
+                        start.await();
+                        List<MemorySegment> mine = new ArrayList<>();
+                        for (int i = 0; i < 3; i++) { // the second makes the pool, racing the close
+                            try {
+                                mine.add(x.export(ExportRequest.VERSIONED));
+                            } catch (IllegalStateException closed) {
+                                break;
+                            }
+                        }
+                        return mine;
+                    }));
+                }
+                start.await();
+                x.close();
+                Set<Long> addresses = new HashSet<>();
+                for (java.util.concurrent.Future<List<MemorySegment>> f : made) {
+                    for (MemorySegment p : f.get(30, java.util.concurrent.TimeUnit.SECONDS)) {
+                        assertThat(addresses.add(p.address())).as("one struct handed out twice").isTrue();
+                        try (ManagedTensor m = ManagedTensor.adoptVersioned(p)) {
+                            assertThat(m.tensor().toIntArray()).containsExactly(round, 7);
+                        }
+                    }
+                }
+                assertThat(Dlpack.liveExports()).isEqualTo(before);
+                assertThat(Dlpack.nativeBytesInUse()).as("round %d", round).isEqualTo(bytes);
+            }
+        } finally {
+            exporters.shutdownNow();
+        }
+    }
+
+    @Test
     void aViewExportedAgainAndAgainKeepsNoStructsSoClosingTheOwnerFreesEverythingAtOnce() {
         long bytes = Dlpack.nativeBytesInUse();
         Tensor x = Tensor.of(new double[] {1, 2, 3, 4}, 2, 2);
