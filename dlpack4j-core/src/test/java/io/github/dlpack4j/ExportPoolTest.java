@@ -155,13 +155,16 @@ class ExportPoolTest {
                 }
                 start.await();
                 x.close();
-                Set<Long> addresses = new HashSet<>();
+                List<MemorySegment> all = new ArrayList<>();
                 for (java.util.concurrent.Future<List<MemorySegment>> f : made) {
-                    for (MemorySegment p : f.get(30, java.util.concurrent.TimeUnit.SECONDS)) {
-                        assertThat(addresses.add(p.address())).as("one struct handed out twice").isTrue();
-                        try (ManagedTensor m = ManagedTensor.adoptVersioned(p)) {
-                            assertThat(m.tensor().toIntArray()).containsExactly(round, 7);
-                        }
+                    all.addAll(f.get(30, java.util.concurrent.TimeUnit.SECONDS));
+                }
+                // Only now, with every thread done, is any deleted: all of these were out at once.
+                assertThat(all.stream().map(MemorySegment::address).distinct()).as("one struct handed out twice")
+                        .hasSize(all.size());
+                for (MemorySegment p : all) {
+                    try (ManagedTensor m = ManagedTensor.adoptVersioned(p)) {
+                        assertThat(m.tensor().toIntArray()).containsExactly(round, 7);
                     }
                 }
                 assertThat(Dlpack.liveExports()).isEqualTo(before);
