@@ -141,7 +141,6 @@ final class ExportPool {
         blocks = new Block[BLOCKS];
         memory.retain(); // throws if the memory was released: the caller exports no more
         pending = 1; // the share closeBlocks drops
-        Cleaner.Cleanable registered = null;
         try {
             for (int i = 0; i < BLOCKS; i++) {
                 MemorySegment s = NativeMemory.malloc(blockSize);
@@ -165,12 +164,11 @@ final class ExportPool {
                 }
                 s.set(ADDRESS, deleterOffset, Exports.DELETER);
             }
-            registered = MemoryOwner.CLEANER.register(t, this::closeBlocks);
+            cleanable = MemoryOwner.CLEANER.register(t, this::closeBlocks);
         } catch (RuntimeException | Error e) {
             closeBlocks();
             throw e;
         }
-        cleanable = registered;
         if (Exports.isAbandoned()) { // abandonAll ran while this pool was being made: none of it goes out
             for (Block b : blocks) {
                 b.abandon();
@@ -203,9 +201,7 @@ final class ExportPool {
 
     /** Frees the blocks in the pool now; those out are freed by their deleters. Once; also run by the cleaner. */
     void close() {
-        if (cleanable != null) {
-            cleanable.clean();
-        }
+        cleanable.clean();
     }
 
     private void closeBlocks() {

@@ -189,7 +189,7 @@ final class Exports {
         if (!LIVE.remove(slot, e)) {
             return false; // its deleter ran meanwhile and freed the block
         }
-        NativeMemory.at(e.address(), e.blockSize()).set(java.lang.foreign.ValueLayout.ADDRESS,
+        NativeMemory.at(e.address(), e.blockSize()).set(ADDRESS,
                 e.versioned() ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER, MemorySegment.NULL);
         return true;
     }

@@ -911,7 +911,6 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return memory;
     }
 
-
     Handle handle() {
         return handle;
     }

@@ -5,6 +5,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -70,7 +71,7 @@ final class Py {
 
     /** The pointer-sized word at {@code address} (a {@code PyObject*} in an argument array). */
     static long word(long address) {
-        return MEMORY.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, address);
+        return MEMORY.get(ValueLayout.JAVA_LONG_UNALIGNED, address);
     }
 
     /** {@code int(o)} through {@code __index__}; Python's own TypeError or OverflowError if it has none or is too big. */
@@ -118,7 +119,7 @@ final class Py {
         byte[] utf8 = s.getBytes(StandardCharsets.UTF_8);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buf = arena.allocate(Math.max(utf8.length, 1));
-            MemorySegment.copy(utf8, 0, buf, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, utf8.length);
+            MemorySegment.copy(utf8, 0, buf, ValueLayout.JAVA_BYTE, 0, utf8.length);
             return check((MemorySegment) CApi.PyUnicode_FromStringAndSize.invokeExact(buf, (long) utf8.length));
         } catch (Throwable t) {
             throw unchecked(t);
@@ -131,7 +132,7 @@ final class Py {
             MemorySegment size = arena.allocate(JAVA_LONG);
             MemorySegment chars = check((MemorySegment) CApi.PyUnicode_AsUTF8AndSize.invokeExact(str, size));
             long n = size.get(JAVA_LONG, 0);
-            return new String(chars.reinterpret(n).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
+            return new String(chars.reinterpret(n).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
         } catch (Throwable t) {
             throw unchecked(t);
         }
