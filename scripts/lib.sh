@@ -63,19 +63,22 @@ mvnw() {
 # Each is rebuilt only when its requirements file changed (a stamp records the one installed).
 DLPACK4J_PYTHON_BASE="${DLPACK4J_PYTHON_BASE:-python3}"
 
-ensure_venv() { # ensure_venv DIR REQUIREMENTS
-  local dir="$DLPACK4J_ROOT/$1" req="$DLPACK4J_ROOT/$2"
+ensure_venv() { # ensure_venv DIR REQUIREMENTS [BASE_PYTHON [VENV_OPTION...]]
+  local dir="$DLPACK4J_ROOT/$1" req="$DLPACK4J_ROOT/$2" name="$2" base="${3:-$DLPACK4J_PYTHON_BASE}"
+  shift $(( $# < 3 ? $# : 3 ))
   local stamp="$dir/.dlpack4j-requirements"
   if [ -x "$dir/bin/python" ] && cmp -s "$req" "$stamp"; then
     return
   fi
-  command -v "$DLPACK4J_PYTHON_BASE" >/dev/null || die "no $DLPACK4J_PYTHON_BASE to create $1 with"
-  "$DLPACK4J_PYTHON_BASE" -c 'import sysconfig, sys; sys.exit(0 if sysconfig.get_config_var("Py_ENABLE_SHARED") else 1)' ||
-    die "$DLPACK4J_PYTHON_BASE was built without a shared libpython, which embedding needs; use a Python built with --enable-shared"
-  say "creating $1 from $2"
+  command -v "$base" >/dev/null || die "no $base to create ${dir##*/} with"
+  if [ "$base" = "$DLPACK4J_PYTHON_BASE" ]; then
+    "$base" -c 'import sysconfig, sys; sys.exit(0 if sysconfig.get_config_var("Py_ENABLE_SHARED") else 1)' ||
+      die "$base was built without a shared libpython, which embedding needs; use a Python built with --enable-shared"
+  fi
+  say "creating ${dir##*/} from $name"
   rm -rf "$dir"
-  "$DLPACK4J_PYTHON_BASE" -m venv "$dir"
-  "$dir/bin/python" -m pip install -q --retries 1 -r "$req" || die "pip install -r $2 failed"
+  "$base" -m venv "$@" "$dir"
+  "$dir/bin/python" -m pip install -q --retries 1 -r "$req" || die "pip install -r $name failed"
   cp "$req" "$stamp"
 }
 
@@ -95,10 +98,53 @@ ensure_debian_packages() {
 ensure_python_envs() {
   ensure_venv .venv python/requirements.txt
   ensure_venv .venv-legacy python/requirements-legacy.txt
+  ensure_jpype_venv
   # Python hosting the JVM: Debian's python3 with JPype (AttachTest).
-  ensure_debian_packages python3 python3-jpype gcc   # gcc: AbiMatchesTheCHeaderTest compiles against dlpack.h
+  ensure_debian_packages python3 python3-jpype python3-venv gcc   # gcc: AbiMatchesTheCHeaderTest compiles against dlpack.h
   # ... and against Python.h: a Debian base Python keeps its headers in python3-dev.
   local inc
   inc="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
   [ -f "$inc/Python.h" ] || ensure_debian_packages python3-dev
+}
+
+# Python hosting the JVM (the `dlpack4j` Python package, python/): Debian's python3 and its JPype
+# (the registries here serve no JPype1), in a venv that sees them (--system-site-packages) and takes
+# the modern peers from pip's index.
+ensure_jpype_venv() {
+  ensure_debian_packages python3 python3-jpype python3-venv
+  ensure_venv .venv-jpype python/requirements-jpype.txt /usr/bin/python3 --system-site-packages
+}
+
+# The Maven project's version, e.g. 0.1.0-SNAPSHOT (the parent POM's own <version>).
+project_version() {
+  sed -n '/<artifactId>dlpack4j-parent<\/artifactId>/{n;s/.*<version>\(.*\)<\/version>.*/\1/p;q}' "$DLPACK4J_ROOT/pom.xml"
+}
+
+# Packs the jars in dlpack4j-*/target into python/dist/dlpack4j-*.whl; prints the wheel's path.
+build_wheel() {
+  local version jars="$DLPACK4J_ROOT/python/src/dlpack4j/jars" m
+  version="$(project_version)"
+  [ -n "$version" ] || die "could not read the project version from pom.xml"
+  rm -rf "$jars" "$DLPACK4J_ROOT/python/dist" "$DLPACK4J_ROOT/python/build"
+  mkdir -p "$jars"
+  for m in dlpack4j-core dlpack4j-python; do
+    [ -f "$DLPACK4J_ROOT/$m/target/$m-$version.jar" ] || die "$m/target/$m-$version.jar is missing: run scripts/wheel without --no-build"
+    cp "$DLPACK4J_ROOT/$m/target/$m-$version.jar" "$jars/"
+  done
+  say "building the dlpack4j wheel"
+  "$DLPACK4J_PYTHON_BASE" -m pip wheel -q --no-deps --retries 1 -w "$DLPACK4J_ROOT/python/dist" "$DLPACK4J_ROOT/python" >&2 ||
+    die "building the wheel failed"
+  ls "$DLPACK4J_ROOT"/python/dist/dlpack4j-*.whl
+}
+
+# The Python package's own suite: the wheel installed into .venv-jpype, ruff, then pytest.
+run_python_tests() {
+  local wheel
+  ensure_jpype_venv
+  wheel="$(build_wheel | tail -n 1)"
+  "$DLPACK4J_ROOT/.venv-jpype/bin/python" -m pip install -q --no-deps --force-reinstall "$wheel" || die "installing $wheel failed"
+  say "ruff (python/)"
+  "$DLPACK4J_ROOT/.venv-jpype/bin/python" -m ruff check "$DLPACK4J_ROOT/python" || die "ruff found problems in python/"
+  say "pytest (python/tests, against the installed wheel)"
+  (cd "$DLPACK4J_ROOT/python" && JAVA_HOME="$JAVA_HOME" "$DLPACK4J_ROOT/.venv-jpype/bin/python" -m pytest -q "$@")
 }

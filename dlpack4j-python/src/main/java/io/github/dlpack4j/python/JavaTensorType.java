@@ -7,6 +7,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.DlpackExporter;
 import io.github.dlpack4j.ExportRequest;
+import io.github.dlpack4j.Tensor;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -237,6 +238,11 @@ final class JavaTensorType {
         try {
             managed = in.exporter.export(request);
         } catch (Throwable t) {
+            if (in.exporter instanceof Tensor tensor && tensor.isClosed()) {
+                // Closed by its Java owner: this object cannot export it any more (arrays made
+                // before keep their memory). Only objects without a share of their own get here.
+                throw new PythonException("BufferError", "the Java tensor is closed: " + tensor);
+            }
             throw exporterFailure(t);
         }
         if (managed == null || managed.address() == 0) {

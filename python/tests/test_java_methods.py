@@ -1,0 +1,98 @@
+"""Java methods that take Tensor, called with Python arrays; Java tensors read by Python; threads."""
+
+from __future__ import annotations
+
+import threading
+
+import jax.numpy as jnp
+import jpype
+import numpy as np
+import torch
+
+import dlpack4j
+
+
+def test_a_java_method_taking_a_tensor_reduces_a_numpy_array_into_a_java_tensor_numpy_reads(java, no_leaks):
+    a = np.arange(12.0).reshape(3, 4)
+    sums = java.Reductions.rowSums(a)  # the array converts to a Tensor on its way in, zero-copy
+    try:
+        assert isinstance(sums, java.Tensor)
+        out = np.from_dlpack(sums)
+        assert out.__array_interface__["data"][0] == sums.dataPointer()  # NumPy reads Java's memory
+        np.testing.assert_array_equal(out, a.sum(axis=1))
+        del out
+    finally:
+        sums.close()
+
+
+def test_java_methods_taking_a_tensor_accept_torch_and_jax_arrays_too(java):
+    assert java.Reductions.sumAndClose(torch.arange(10, dtype=torch.int32)) == 45
+    assert java.Reductions.sumAndClose(jnp.arange(5.0)) == 10
+    assert java.Reductions.sumAndClose(np.ones((2, 2), np.float16)) == 4
+
+
+def test_from_java_is_made_once_per_proxy_and_speaks_dlpack(java):
+    t = java.Tensor.zeros(java.DataType.FLOAT32, [3])
+    try:
+        face = dlpack4j.from_java(t)
+        assert dlpack4j.from_java(t) is face
+        assert type(face).__name__ == "Tensor" and type(face).__module__ == "dlpack4j"
+        assert face.__dlpack_device__() == (1, 0)
+        a = np.from_dlpack(face)
+        a[:] = [1, 2, 3]
+        assert list(t.toDoubleArray()) == [1, 2, 3]
+    finally:
+        t.close()
+
+
+def test_eight_python_threads_calling_java_that_imports_and_reduces_get_right_results(java, no_leaks):
+    errors: list[BaseException] = []
+    results: list[float] = []
+
+    def work(k: int) -> None:
+        try:
+            a = np.full((4, 8), float(k))
+            total = 0.0
+            for _ in range(1000):
+                total += java.Reductions.sumAndClose(a)
+            results.append(total)
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert not any(th.is_alive() for th in threads), "deadlock: a thread never finished"
+    assert not errors, errors
+    assert sorted(results) == [1000 * 32.0 * k for k in range(8)]
+
+
+def test_a_java_thread_calls_python_while_the_python_thread_that_called_java_waits(java):
+    a = np.arange(10.0)
+    assert java.Reductions.sumInPythonOnAnotherThread(a) == 45.0
+
+
+def test_python_threads_and_java_threads_calling_python_at_once_do_not_deadlock(java):
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for i in range(200):
+                assert java.Reductions.sumInPythonOnAnotherThread(np.full(3, float(i))) == 3.0 * i
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert not any(th.is_alive() for th in threads), "deadlock: a thread never finished"
+    assert not errors, errors
+
+
+def test_java_tensor_proxies_have_the_dlpack_protocol_on_the_class(java):
+    assert hasattr(java.Tensor, "__dlpack__") and hasattr(java.Tensor, "__dlpack_device__")
+    assert isinstance(java.Tensor.zeros(java.DataType.INT8, [1]), jpype.JClass("io.github.dlpack4j.DlpackExporter"))
