@@ -62,10 +62,41 @@ public final class ImportRequest {
                 throw new DlpackException("object of type " + typeName() + " has no __dlpack_device__");
             }
             try (PyObject d = source.callMethod("__dlpack_device__")) {
-                List<?> pair = (List<?>) d.toJava();
-                return new Device(DeviceType.of(((Number) pair.get(0)).intValue()), ((Number) pair.get(1)).intValue());
+                return deviceOf(d, typeName());
             }
         });
+    }
+
+    /**
+     * The {@link Device} of a {@code __dlpack_device__()} result, which DLPack says is a 2-tuple
+     * {@code (device_type, device_id)} of ints; anything else is the producer's fault.
+     *
+     * @throws DlpackException naming the producer's type and what it returned
+     */
+    static Device deviceOf(PyObject result, String producerType) {
+        Object value = result.toJava();
+        if (value instanceof List<?> pair && pair.size() == 2 && isInt(pair.get(0)) && isInt(pair.get(1))) {
+            boolean huge = pair.get(0) instanceof java.math.BigInteger || pair.get(1) instanceof java.math.BigInteger;
+            long type = ((Number) pair.get(0)).longValue();
+            long id = ((Number) pair.get(1)).longValue();
+            if (huge || type != (int) type || id != (int) id || id < 0) {
+                throw new DlpackException("__dlpack_device__ of " + producerType + " returned " + result.repr()
+                        + ": device_type and device_id must be ints in 0..2^31-1");
+            }
+            try {
+                return new Device(DeviceType.of((int) type), (int) id);
+            } catch (DlpackException e) {
+                throw new DlpackException("__dlpack_device__ of " + producerType + " returned " + result.repr()
+                        + ": " + e.getMessage(), e);
+            }
+        }
+        throw new DlpackException("__dlpack_device__ of " + producerType + " returned " + result.repr()
+                + ", not a 2-tuple (device_type, device_id) of ints");
+    }
+
+    /** A Python int as {@link PyObject#toJava()} converts it (bool is an int to Python, but no device). */
+    private static boolean isInt(Object o) {
+        return o instanceof Long || o instanceof Integer || o instanceof java.math.BigInteger;
     }
 
     /** The consumer's stream (default {@link DlpackStream#NONE}). */
