@@ -88,6 +88,9 @@ final class BenchChart {
         size.setTickUnit(new NumberTickUnit(4)); // a tick every 16x: 1 B, 16 B, ..., 16 MiB, 256 MiB
         size.setNumberFormatOverride(new Labels(true));
         LogAxis cost = new LogAxis("ns per exchange (log scale)");
+        cost.setTickUnit(new NumberTickUnit(1)); // 100, 1,000, 10,000 ns ...
+        cost.setMinorTickCount(9);
+        cost.setMinorTickMarksVisible(true);
         cost.setNumberFormatOverride(new Labels(false));
         XYPlot plot = new XYPlot(data, size, cost, renderer);
         plot.setBackgroundPaint(Color.WHITE);

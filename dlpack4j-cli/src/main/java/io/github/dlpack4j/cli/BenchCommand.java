@@ -57,7 +57,7 @@ final class BenchCommand implements Callable<Integer> {
         }
         List<Long> todo = sizes != null ? sizes : quick ? QUICK_SIZES : DEFAULT_SIZES;
         double seconds = quick ? 0.05 : 0.5;
-        double warmUp = quick ? 2 : 4; // at most, of the Java side, once per exchange
+        double warmUp = quick ? 2 : 5; // at most, of the Java side, once per exchange
         PythonSetup setup = PythonSetup.choose(null);
         Python py = setup.start();
         List<Exchange.Timing> timings = new ArrayList<>();

@@ -75,16 +75,19 @@ enum Exchange {
     }
 
     /**
-     * Runs {@code side} in rounds of 0.1 s until two rounds in a row agree within 15% (at least three
-     * rounds), for at most {@code seconds}: until the JIT has compiled it. Interpreted, an exchange
-     * is 100x slower (the FFM calls); compiled after one to two seconds of calls here.
+     * Runs {@code side} in rounds of 0.1 s for at least half of {@code seconds}, then until two rounds
+     * in a row agree within 15%, for at most {@code seconds}: until the JIT has compiled it.
+     * Interpreted, an exchange is up to 100x slower (the FFM calls), and rounds of slow calls can
+     * agree with each other: compiled after one to two seconds of calls here.
      */
     private static void warm(DoubleUnaryOperator side, double seconds) {
-        long end = System.nanoTime() + (long) (seconds * 1e9);
+        long start = System.nanoTime();
+        long least = start + (long) (seconds * 0.5e9);
+        long end = start + (long) (seconds * 1e9);
         double last = Double.NaN;
-        for (int round = 0; System.nanoTime() < end; round++) {
+        while (System.nanoTime() < end) {
             double now = side.applyAsDouble(0.1);
-            if (round >= 2 && Math.abs(now - last) < 0.15 * last) {
+            if (System.nanoTime() > least && Math.abs(now - last) < 0.15 * last) {
                 return;
             }
             last = now;
