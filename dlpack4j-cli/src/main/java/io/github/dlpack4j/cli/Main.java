@@ -1,76 +1,94 @@
 package io.github.dlpack4j.cli;
 
-import io.github.dlpack4j.DataType;
-import io.github.dlpack4j.Dlpack;
-import io.github.dlpack4j.ManagedTensor;
-import io.github.dlpack4j.Tensor;
-import io.github.dlpack4j.abi.DLManagedTensorVersioned;
-import io.github.dlpack4j.abi.DLPackVersion;
-import io.github.dlpack4j.abi.DLTensor;
+import io.github.dlpack4j.DlpackVersion;
+import io.github.dlpack4j.python.PythonException;
+import java.io.IOException;
+import java.io.InputStream;
 import java.io.PrintStream;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
 
-/** The {@code dlpack4j} command. */
+/**
+ * The {@code dlpack4j} command: {@code demo}, {@code doctor}, {@code bench}. Every failure is one line
+ * on standard error and a non-zero exit code, never a stack trace.
+ */
+@Command(name = "dlpack4j", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
+        subcommands = {DemoCommand.class, DoctorCommand.class, BenchCommand.class, CommandLine.HelpCommand.class},
+        description = "DLPack for the JVM: zero-copy tensors between Java and NumPy, PyTorch, JAX and native code.",
+        footerHeading = "%nExit codes:%n",
+        footer = {"  0  success", "  1  a failure, or a check of doctor that failed (each says what and the fix)",
+                "  2  a command line that could not be understood"})
 public final class Main {
+    /** Exit code of a failure: the command printed one line saying what failed. */
+    static final int FAILED = 1;
+    /** Exit code of a command line that could not be parsed. */
+    static final int USAGE = 2;
+
     private Main() {}
 
-    /** Entry point: {@code dlpack4j demo}. */
+    /**
+     * Runs the command and exits with its code.
+     *
+     * @param args the command line, e.g. {@code doctor --json}
+     */
     public static void main(String[] args) {
-        String command = args.length == 0 ? "demo" : args[0];
-        switch (command) {
-            case "demo" -> demo(System.out);
-            default -> {
-                System.err.println("usage: dlpack4j demo");
-                System.exit(2);
-            }
+        System.setProperty("java.awt.headless", "true"); // charts are drawn without a display
+        System.exit(run(System.out, System.err, args));
+    }
+
+    /** Runs the command with the given streams and returns its exit code (tests call this in-process). */
+    static int run(PrintStream out, PrintStream err, String... args) {
+        CommandLine cli = new CommandLine(new Main());
+        cli.setOut(new PrintWriter(out, true, StandardCharsets.UTF_8));
+        cli.setErr(new PrintWriter(err, true, StandardCharsets.UTF_8));
+        cli.setParameterExceptionHandler((e, a) -> {
+            String command = e.getCommandLine().getCommandName();
+            e.getCommandLine().getErr().printf("%s: %s (see: %s --help)%n", qualifiedName(e.getCommandLine()),
+                    e.getMessage(), command.equals("dlpack4j") ? "dlpack4j" : "dlpack4j " + command);
+            return USAGE;
+        });
+        cli.setExecutionExceptionHandler((e, c, parsed) -> {
+            c.getErr().printf("%s: %s%n", qualifiedName(c), oneLine(e));
+            return FAILED;
+        });
+        return cli.execute(args);
+    }
+
+    private static String qualifiedName(CommandLine c) {
+        return c.getParent() == null ? c.getCommandName() : "dlpack4j " + c.getCommandName();
+    }
+
+    /** What went wrong in one line: the message, with the Python type for Python errors. */
+    static String oneLine(Throwable e) {
+        String message = e instanceof PythonException p ? p.pythonType() + ": " + p.pythonMessage() : e.getMessage();
+        if (message == null || message.isBlank()) {
+            message = e.getClass().getSimpleName();
+        }
+        return message.strip().replace('\n', ' ');
+    }
+
+    /** {@code --version}: this build, the DLPack version it speaks, and the JVM. */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            return new String[] {"dlpack4j " + projectVersion() + " (DLPack " + dlpack() + ")",
+                    "Java " + Runtime.version() + " (" + System.getProperty("java.vendor") + ")"};
         }
     }
 
-    /** Exports a Java tensor as a DLManagedTensorVersioned, adopts it back, and shows what is shared. */
-    static void demo(PrintStream out) {
-        out.println("dlpack4j demo: a Java tensor through DLPack 1.3 and back");
-        out.println();
-        try (Tensor original = Tensor.of(new float[] {1, 2, 3, 4, 5, 6}, 2, 3)) {
-            out.println("1. A Java tensor in native memory:");
-            out.println(indent(original.toString()));
-            out.printf("   data at 0x%x%n%n", original.dataPointer());
-
-            MemorySegment ptr = Dlpack.exportVersioned(original);
-            MemorySegment s = ptr.reinterpret(DLManagedTensorVersioned.SIZE);
-            long dl = DLManagedTensorVersioned.DL_TENSOR;
-            out.printf("2. Exported as DLManagedTensorVersioned* 0x%x (live exports: %d)%n", ptr.address(), Dlpack.liveExports());
-            out.printf("   version %d.%d, flags %d, data 0x%x, ndim %d, deleter 0x%x%n%n",
-                    s.get(ValueLayout.JAVA_INT, DLManagedTensorVersioned.VERSION + DLPackVersion.MAJOR),
-                    s.get(ValueLayout.JAVA_INT, DLManagedTensorVersioned.VERSION + DLPackVersion.MINOR),
-                    s.get(ValueLayout.JAVA_LONG, DLManagedTensorVersioned.FLAGS),
-                    s.get(ValueLayout.JAVA_LONG, dl + DLTensor.DATA),
-                    s.get(ValueLayout.JAVA_INT, dl + DLTensor.NDIM),
-                    s.get(ValueLayout.ADDRESS, DLManagedTensorVersioned.DELETER).address());
-
-            original.close();
-            out.println("3. The Java owner is closed; the export keeps the memory alive.");
-            out.println();
-
-            try (ManagedTensor adopted = ManagedTensor.adoptVersioned(ptr)) {
-                Tensor view = adopted.tensor();
-                out.printf("4. Adopted back as %s %s, data at 0x%x (the same memory, no copy)%n",
-                        view.dtype(), java.util.Arrays.toString(view.shape()), view.dataPointer());
-                view.setDouble(42, 1, 2);
-                out.println("   after view[1, 2] = 42 through the adopted tensor:");
-                out.println(indent(view.toString()));
-                out.printf("   live exports before close: %d%n", Dlpack.liveExports());
-            }
-            out.printf("5. Closed: the deleter ran exactly once (live exports: %d, native bytes held: %d)%n",
-                    Dlpack.liveExports(), Dlpack.nativeBytesInUse());
-        }
-        try (Tensor t = Tensor.zeros(DataType.FLOAT8_E4M3FN, 4)) {
-            t.setDouble(0.3, 1);
-            out.printf("%n6. Small floats too: 0.3 stored as float8_e4m3fn reads back as %s%n", t.getDouble(1));
-        }
+    /** The DLPack version this build speaks, e.g. {@code 1.3}. */
+    static String dlpack() {
+        return DlpackVersion.MAJOR + "." + DlpackVersion.MINOR;
     }
 
-    private static String indent(String s) {
-        return "   " + s.replace("\n", "\n   ");
+    static String projectVersion() {
+        try (InputStream in = Main.class.getResourceAsStream("version.txt")) {
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8).strip();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 }

@@ -1,0 +1,133 @@
+package io.github.dlpack4j.cli;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import io.github.dlpack4j.cli.DoctorReport.DtypeRow;
+import io.github.dlpack4j.cli.DoctorReport.Library;
+import io.github.dlpack4j.cli.DoctorReport.Outcome;
+import io.github.dlpack4j.cli.DoctorReport.Problem;
+import io.github.dlpack4j.cli.DoctorReport.Protocol;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.function.Function;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code dlpack4j doctor}: what works in this set-up, tried for real, and the fix for what does not. */
+@Command(name = "doctor", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
+        description = {"Checks the JVM's native access and the Python that dlpack4j embeds, then tries each DLPack",
+                "library installed there (numpy, torch, jax, tensorflow, pyarrow, cupy and any --module): which",
+                "__dlpack__ keywords it accepts, which capsules it returns, its C Exchange API, what it does with",
+                "read-only data, and for each DLPack dtype whether it goes library -> Java and Java -> library."},
+        footerHeading = "%nExit codes:%n",
+        footer = {"  0  every check passed", "  1  a check failed: each is listed with its fix",
+                "  2  a command line that could not be understood",
+                "%nThe JSON layout (--json) is described by docs/doctor.schema.json."})
+final class DoctorCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--python", paramLabel = "EXE",
+            description = "the Python executable to embed (default: -Ddlpack4j.python, else DLPACK4J_PYTHON, else python3)")
+    String python;
+
+    @Option(names = "--json", description = "print the report as JSON")
+    boolean json;
+
+    @Option(names = "--module", paramLabel = "M", description = "also try this module (repeatable); it must be installed")
+    List<String> modules = new ArrayList<>();
+
+    @Override
+    public Integer call() throws JsonProcessingException {
+        DoctorReport report = Doctor.examine(PythonSetup.choose(python), modules);
+        PrintWriter out = spec.commandLine().getOut();
+        if (json) {
+            out.println(JSON.writeValueAsString(report));
+        } else {
+            printText(report, out);
+        }
+        return report.ok() ? 0 : Main.FAILED;
+    }
+
+    static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
+    private static void printText(DoctorReport r, PrintWriter out) {
+        out.println("dlpack4j doctor (dlpack4j " + Main.projectVersion() + ", DLPack " + Main.dlpack() + ")");
+        out.println();
+        out.printf("JDK      %s (%s) at %s, on the %s%n", r.jdk().version(), r.jdk().vendor(), r.jdk().home(),
+                r.jdk().modulePath() ? "module path" : "class path");
+        out.printf("         native access: %s%n", join(r.jdk().nativeAccess(), v -> v ? "enabled" : "DISABLED"));
+        var p = r.python();
+        out.printf("Python   %s (chosen by %s)%n", p.executable(), p.chosenBy());
+        if (p.embedded()) {
+            out.printf("         %s%n         libpython %s (%s), embedded in this JVM%n", p.version(), p.libpython(),
+                    Boolean.TRUE.equals(p.shared()) ? "shared" : "not a shared build");
+        }
+        List<Library> usable = r.libraries().stream().filter(l -> l.status().equals("ok")).toList();
+        if (!r.libraries().isEmpty()) {
+            out.println();
+            out.println("DLPack libraries in this interpreter (each tried for real):");
+            for (Library l : r.libraries()) {
+                out.printf("  %-10s %s%n", l.name(), switch (l.status()) {
+                    case "ok" -> l.version();
+                    case "not-installed" -> "not installed";
+                    default -> "IMPORT FAILED: " + l.error();
+                });
+            }
+        }
+        for (Library l : usable) {
+            Protocol pr = l.protocol();
+            out.println();
+            out.printf("%s %s%n", l.name(), l.version());
+            out.printf("  __dlpack__ keywords   %s%n", join(pr.keywords(), v -> v.startsWith("accepted") ? "yes" : "no"));
+            out.printf("  capsules              %s; with max_version=(1, 3): %s%n", pr.capsule(),
+                    pr.versionedCapsule() == null ? "refused" : pr.versionedCapsule());
+            out.printf("  C Exchange API        %s%n", pr.exchangeApi() == null ? "none"
+                    : pr.exchangeApi() + (pr.exchangeApiVersion() == null ? ", not usable by Java" : ", table version " + pr.exchangeApiVersion()));
+            out.printf("  Java's import         %s%n", pr.javaImportRoute().detail());
+            out.printf("  read-only to Java     %s: %s%n", pr.readOnlyToJava().result(), pr.readOnlyToJava().detail());
+            out.printf("  read-only from Java   %s: %s%n", pr.readOnlyFromJava().result(), pr.readOnlyFromJava().detail());
+        }
+        if (!usable.isEmpty()) {
+            out.println();
+            out.println("dtypes: library -> Java / Java -> library (yes, no, - where the library has no such dtype;");
+            out.println("the reasons are in --json)");
+            StringBuilder head = new StringBuilder(String.format("  %-20s", "dtype"));
+            usable.forEach(l -> head.append(String.format(" %-9s", l.name())));
+            out.println(head);
+            for (int i = 0; i < Doctor.DTYPES.size(); i++) {
+                StringBuilder line = new StringBuilder(String.format("  %-20s", Doctor.DTYPES.get(i)));
+                for (Library l : usable) {
+                    DtypeRow row = l.dtypes().get(i);
+                    line.append(String.format(" %-9s", cell(row.toJava()) + "/" + cell(row.fromJava())));
+                }
+                out.println(line.toString().stripTrailing());
+            }
+        }
+        out.println();
+        if (r.problems().isEmpty()) {
+            out.println("Every check passed.");
+        } else {
+            out.println(r.problems().size() + (r.problems().size() == 1 ? " check failed:" : " checks failed:"));
+            for (Problem pb : r.problems()) {
+                out.printf("  %s: %s%n    fix: %s%n", pb.check(), pb.message(), pb.fix());
+            }
+        }
+    }
+
+    private static String cell(Outcome o) {
+        return o.result().equals("n/a") ? "-" : o.result();
+    }
+
+    private static <V> String join(Map<String, V> map, Function<V, String> show) {
+        List<String> parts = new ArrayList<>();
+        map.forEach((k, v) -> parts.add(k + " " + show.apply(v)));
+        return String.join(", ", parts);
+    }
+}

@@ -1,0 +1,14 @@
+/**
+ * The {@code dlpack4j} command: {@code demo}, {@code doctor} and {@code bench}. An application, so it
+ * exports nothing; picocli and Jackson reach its commands and report records by reflection.
+ */
+module io.github.dlpack4j.cli {
+    requires io.github.dlpack4j.python;
+    requires info.picocli;
+    requires com.fasterxml.jackson.databind;
+    requires org.jfree.jfreechart;
+    requires org.jfree.svg;
+    requires java.desktop;
+
+    opens io.github.dlpack4j.cli to info.picocli, com.fasterxml.jackson.databind;
+}
