@@ -115,6 +115,12 @@ ensure_jpype_venv() {
   ensure_venv .venv-jpype python/requirements-jpype.txt /usr/bin/python3 --system-site-packages
 }
 
+# Removes dlpack4j's artifacts from the local Maven repository, so that the examples are built
+# against a fresh install.
+remove_installed_artifacts() {
+  rm -rf "${MAVEN_LOCAL_REPO:-$HOME/.m2/repository}/io/github/dlpack4j"
+}
+
 # The Maven project's version, e.g. 0.1.0-SNAPSHOT (the parent POM's own <version>).
 project_version() {
   sed -n '/<artifactId>dlpack4j-parent<\/artifactId>/{n;s/.*<version>\(.*\)<\/version>.*/\1/p;q}' "$DLPACK4J_ROOT/pom.xml"
