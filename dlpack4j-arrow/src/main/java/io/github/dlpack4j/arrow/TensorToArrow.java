@@ -50,9 +50,6 @@ final class TensorToArrow {
         if (t.ndim() == 0) {
             throw new IllegalArgumentException("a 0-d tensor has no rows for a vector; reshape(1) it first");
         }
-        if (t.isReadOnly()) {
-            throw new IllegalArgumentException("the tensor is read-only and Arrow vectors are writable; pass copy() of it");
-        }
         long[] shape = t.shape();
         long[] strides = t.strides();
         long rows = shape[0];
@@ -62,6 +59,9 @@ final class TensorToArrow {
             throw new IllegalArgumentException("the tensor is not compact (shape " + Arrays.toString(shape) + ", strides "
                     + Arrays.toString(strides) + "): a vector needs its rows one after another, each row-major or, "
                     + "from three dimensions on, in a permuted order; pass copy() of it");
+        }
+        if (t.isReadOnly()) {
+            throw new IllegalArgumentException("the tensor is read-only and Arrow vectors are writable; pass copy() of it");
         }
         if (t.numel() > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("the tensor has " + t.numel() + " values; an Arrow vector holds at most "
