@@ -34,7 +34,9 @@ import org.apache.arrow.vector.FieldVector;
  * buffer: the tensor may be closed first. The memory is counted by the allocator either way.
  *
  * <p>Nulls have no place in a tensor: {@link #of} refuses a vector with nulls in the rows asked for,
- * unless {@link NullPolicy#ACCEPT} says the values under them are meaningful. {@code BitVector}
+ * unless {@link NullPolicy#ACCEPT} says the values under them are meaningful. It reads the validity
+ * bitmaps to know (one bit per value), except of fields declared not nullable, as
+ * {@link #toVector}'s are. {@code BitVector}
  * (bit-packed) and variable-width vectors are refused with what to use instead.
  */
 public final class ArrowTensors {

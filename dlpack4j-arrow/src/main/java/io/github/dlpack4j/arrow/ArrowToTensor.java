@@ -81,7 +81,7 @@ final class ArrowToTensor {
             levels.add(v);
             perRow.add(rowElements);
         }
-        DataType dtype = ArrowTypes.dtypeOf(v.getField().getType(), v);
+        DataType dtype = ArrowTypes.dtypeOf(v);
         long[] shape = dims.stream().mapToLong(Long::longValue).toArray();
         long[] strides;
         if (fixedShape != null) {
@@ -108,6 +108,9 @@ final class ArrowToTensor {
         long firstRow = Long.MAX_VALUE;
         for (int k = 0; k < l.levels().size(); k++) {
             FieldVector level = l.levels().get(k);
+            if (!level.getField().isNullable()) {
+                continue; // the schema promises no nulls: Arrow's own contract, and no bitmap to read
+            }
             long per = l.perRow().get(k);
             Validity.Nulls n = Validity.nulls(level.getValidityBuffer(), fromRow * per, (fromRow + rows) * per,
                     level.getName());

@@ -9,7 +9,8 @@ public enum NullPolicy {
     /**
      * Refuse a vector with a null in the rows asked for, saying how many and the first row: the
      * safe default. It reads the validity bitmaps of those rows (one bit per value; the only part
-     * of {@code of} whose cost grows with the rows, since Arrow Java keeps no null count).
+     * of {@code of} whose cost grows with the rows, since Arrow Java keeps no null count), except
+     * where the vector's field is declared not nullable: the schema promises no nulls there.
      */
     REFUSE,
     /**

@@ -123,12 +123,13 @@ final class TensorToArrow {
 
     /**
      * A primitive field for 1-d, a FixedSizeList for 2-d, and an {@code arrow.fixed_shape_tensor}
-     * column (a FixedSizeList with the extension metadata) from 3-d on.
+     * column (a FixedSizeList with the extension metadata) from 3-d on; not nullable, as a tensor
+     * has no nulls (so that {@code ArrowTensors.of} need not read the validity bitmaps again).
      */
     private static Field field(String name, ArrowType type, long[] shape, int[] order) {
-        Field values = new Field("item", FieldType.nullable(type), null);
+        Field values = new Field("item", FieldType.notNullable(type), null);
         if (shape.length == 1) {
-            return new Field(name, FieldType.nullable(type), null);
+            return new Field(name, FieldType.notNullable(type), null);
         }
         long rowElements = Arrays.stream(shape, 1, shape.length).reduce(1, Math::multiplyExact);
         if (rowElements > Integer.MAX_VALUE) {
@@ -136,7 +137,7 @@ final class TensorToArrow {
         }
         ArrowType list = new ArrowType.FixedSizeList((int) rowElements);
         if (shape.length == 2) {
-            return new Field(name, FieldType.nullable(list), List.of(values));
+            return new Field(name, FieldType.notNullable(list), List.of(values));
         }
         long[] physical = new long[order.length];
         int[] permutation = new int[order.length];
@@ -145,6 +146,6 @@ final class TensorToArrow {
             permutation[order[k] - 1] = k;
         }
         FixedShapeTensor ext = FixedShapeTensor.of(physical, permutation);
-        return new Field(name, new FieldType(true, list, null, ext.fieldMetadata()), List.of(values));
+        return new Field(name, new FieldType(false, list, null, ext.fieldMetadata()), List.of(values));
     }
 }

@@ -46,6 +46,19 @@ class RefusalTest {
     }
 
     @Test
+    void aFieldDeclaredNotNullableIsTakenAtItsWordWithoutReadingItsBitmap(BufferAllocator allocator) {
+        try (Float4Vector v = new Float4Vector(new org.apache.arrow.vector.types.pojo.Field("dense",
+                org.apache.arrow.vector.types.pojo.FieldType.notNullable(Vectors.FLOAT32), null), allocator)) {
+            v.allocateNew(2);
+            v.set(0, 5);
+            v.setValueCount(2); // value 1 was never set: its validity bit is 0, against the schema
+            try (Tensor t = ArrowTensors.of(v)) {
+                assertThat(t.toFloatArray()).containsExactly(5, 0);
+            }
+        }
+    }
+
+    @Test
     void aNullInsideAListRowIsRefusedWithItsRow(BufferAllocator allocator) {
         try (FixedSizeListVector v = Vectors.embeddings(allocator, 10, 8)) {
             ((Float4Vector) v.getDataVector()).setNull(8 * 6 + 3);

@@ -39,6 +39,7 @@ class TensorToArrowTest {
                 assertThat(v.getName()).isEqualTo("column");
                 assertThat(v.getValueCount()).isEqualTo(5);
                 assertThat(v.getNullCount()).isZero();
+                assertThat(v.getField().isNullable()).as("a tensor has no nulls").isFalse();
                 assertThat(Vectors.address(v)).isEqualTo(t.dataPointer());
                 BaseFixedWidthVector values = (BaseFixedWidthVector) v;
                 for (int i = 0; i < 5; i++) {
