@@ -224,6 +224,34 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * @throws IllegalArgumentException if an element would lie outside the segment
      */
     public static Tensor wrap(MemorySegment segment, long byteOffset, DataType dtype, long[] shape, long[] strides) {
+        return wrapped(segment, byteOffset, dtype, shape, strides, null);
+    }
+
+    /**
+     * A strided view of memory that another library allocated and lends until {@code release} runs:
+     * how a buffer with a reference count of its own (an Apache Arrow buffer, for one) becomes a
+     * tensor, and a DLPack export, without a copy. The tensor holds the one reference the caller took
+     * for it: {@code release} runs exactly once, on whichever thread lets go last, when this tensor
+     * (and every {@link #share()} of it) was closed, or collected unclosed, <em>and</em> every export
+     * of it was deleted. Until then the memory must stay valid; afterwards every access through the
+     * tensor, its views and the segments {@link #data()} gave throws {@link IllegalStateException},
+     * whatever the scope of {@code segment} (use a global one, such as
+     * {@code MemorySegment.ofAddress(address).reinterpret(size)}). An exception from {@code release}
+     * reaches the caller of the {@code close()} that ran it (a deleter prints it instead: nothing is
+     * thrown into C). Arguments as in {@link #wrap(MemorySegment, long, DataType, long[], long[])}.
+     *
+     * @param release gives the memory back; called at most once, from any thread
+     * @throws IllegalArgumentException if an element would lie outside the segment; {@code release}
+     *                                  has not run then, and the reference is still the caller's
+     */
+    public static Tensor wrap(MemorySegment segment, long byteOffset, DataType dtype, long[] shape, long[] strides,
+                              Runnable release) {
+        return wrapped(segment, byteOffset, dtype, shape, strides, Objects.requireNonNull(release, "release"));
+    }
+
+    /** The two {@code wrap}s: {@code release} null for borrowed memory. */
+    private static Tensor wrapped(MemorySegment segment, long byteOffset, DataType dtype, long[] shape, long[] strides,
+                                  Runnable release) {
         Objects.requireNonNull(segment, "segment");
         if (!segment.isNative()) {
             throw new IllegalArgumentException("only native segments can be wrapped: a heap segment has no address "
@@ -254,7 +282,10 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
             throw new IllegalArgumentException("byteOffset " + byteOffset + " outside the segment of "
                     + segment.byteSize() + " bytes");
         }
-        MemoryOwner m = MemoryOwner.create(segment, () -> { }, true);
+        // Borrowed memory lives by the caller's scope; lent memory by this tensor's holders.
+        MemoryOwner m = release == null
+                ? MemoryOwner.create(segment, () -> { }, true)
+                : MemoryOwner.create(segment, release, false);
         return new Tensor(m, new Handle(m.ownerHold()), true, byteOffset, s, st, dtype, Device.CPU,
                 segment.isReadOnly(), false);
     }

@@ -12,6 +12,7 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -140,6 +141,64 @@ class LifetimeTest {
                 assertThat(second.tensor().toFloatArray()).containsExactly(1, 2);
             }
             assertThat(ForeignProducer.deleterCalls(p)).isOne();
+        }
+    }
+
+    @Test
+    void lentMemoryIsReleasedOnceWhenTheTensorAndEveryExportAreGone() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment data = arena.allocateFrom(ValueLayout.JAVA_DOUBLE, 1, 2, 3, 4, 5, 6);
+            AtomicInteger releases = new AtomicInteger();
+            Tensor t = Tensor.wrap(MemorySegment.ofAddress(data.address()).reinterpret(data.byteSize()), 8,
+                    DataType.FLOAT64, new long[] {2, 2}, new long[] {2, 1}, releases::incrementAndGet);
+            Tensor second = t.share();
+            MemorySegment export = Dlpack.exportVersioned(t.transpose());
+            MemorySegment seen = t.data();
+            t.close();
+            second.close();
+            assertThat(releases).as("an export still holds the memory").hasValue(0);
+            try (ManagedTensor m = ManagedTensor.adoptVersioned(export)) {
+                assertThat(m.tensor().toDoubleArray()).containsExactly(2, 4, 3, 5);
+                assertThat(m.tensor().dataPointer()).isEqualTo(data.address() + 8);
+            }
+            assertThat(releases).hasValue(1);
+            assertThatThrownBy(() -> seen.get(ValueLayout.JAVA_DOUBLE, 0)).isInstanceOf(IllegalStateException.class);
+            assertThatThrownBy(() -> t.getDouble(0, 0)).isInstanceOf(IllegalStateException.class);
+        }
+    }
+
+    @Test
+    void lentMemoryOfAForgottenTensorIsReleasedByTheCleaner() {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment data = arena.allocate(64);
+            AtomicInteger releases = new AtomicInteger();
+            Tensor.wrap(data, 0, DataType.FLOAT32, new long[] {16}, new long[] {1}, releases::incrementAndGet);
+            for (int i = 0; i < 100 && releases.get() == 0; i++) {
+                NoLeaks.settle();
+            }
+            assertThat(releases).hasValue(1);
+        }
+    }
+
+    @Test
+    void wrappingLentMemoryThatFailsLeavesTheReferenceWithTheCaller() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment data = arena.allocate(16);
+            AtomicInteger releases = new AtomicInteger();
+            assertThatThrownBy(() -> Tensor.wrap(data, 0, DataType.FLOAT64, new long[] {3}, new long[] {1},
+                    releases::incrementAndGet)).isInstanceOf(IllegalArgumentException.class);
+            assertThat(releases).hasValue(0);
+        }
+    }
+
+    @Test
+    void anExceptionFromTheReleaseReachesTheCloseThatRanIt() {
+        try (Arena arena = Arena.ofConfined()) {
+            Tensor t = Tensor.wrap(arena.allocate(8), 0, DataType.INT64, new long[] {1}, new long[] {1}, () -> {
+                throw new IllegalStateException("the lender's allocator is closed");
+            });
+            assertThatThrownBy(t::close).hasMessage("the lender's allocator is closed");
+            assertThatThrownBy(() -> t.getLong(0)).isInstanceOf(IllegalStateException.class);
         }
     }
 

@@ -1,0 +1,144 @@
+package io.github.dlpack4j.bench;
+
+import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.arrow.ArrowTensors;
+import io.github.dlpack4j.arrow.NullPolicy;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.TimeUnit;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.Float4Vector;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.infra.BenchmarkParams;
+
+/**
+ * An Arrow {@code Float4Vector} as a tensor ({@code ArrowTensors.of} + close) from one row to
+ * 256 MiB, against copying the same vector into a {@code float[]}: the zero-copy view should cost the
+ * same at every size (target: at most 200 ns), the copy grows with the data. With the default
+ * {@link NullPolicy#REFUSE} the validity bitmap (1 bit per value) of a nullable field is read; a
+ * field declared not nullable, or {@code ACCEPT}, skips it.
+ */
+@State(Scope.Thread)
+@BenchmarkMode(Mode.AverageTime)
+@Fork(jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"})
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+public class ArrowBench {
+    /** Values: 1, 16 Mi (64 MiB) and 64 Mi (256 MiB) floats. */
+    @Param({"1", "16777216", "67108864"})
+    public int rows;
+
+    private BufferAllocator allocator;
+    private Float4Vector vector;
+    /** The same values as a field declared not nullable (made by toVector over the vector's memory). */
+    private Tensor view;
+    private FieldVector dense;
+    private float[] target;
+
+    @Setup(Level.Trial)
+    public void setUp() {
+        allocator = new RootAllocator();
+        vector = new Float4Vector("values", allocator);
+        vector.allocateNew(rows);
+        for (int i = 0; i < rows; i++) {
+            vector.set(i, i);
+        }
+        vector.setValueCount(rows);
+        view = ArrowTensors.of(vector, 0, rows, NullPolicy.ACCEPT);
+        dense = ArrowTensors.toVector(view, allocator);
+        target = new float[rows];
+    }
+
+    /**
+     * After the measurement, the view and the bulk copy timed once more back to back in this very
+     * process (an {@code [in-fork]} line, which scripts/bench repeats under its ratios): JMH's rows
+     * come from forks run minutes apart on a shared machine.
+     */
+    @TearDown(Level.Trial)
+    public void tearDown(BenchmarkParams params) {
+        if (params.getBenchmark().endsWith(".ofThenClose")) {
+            double nullable = nanosPerCall(this::ofThenClose);
+            double notNullable = nanosPerCall(this::ofNotNullableThenClose);
+            double accepting = nanosPerCall(this::ofAcceptingNullsThenClose);
+            double copy = nanosPerCall(this::copyIntoFloatArray);
+            System.out.printf("%n[in-fork] arrow %d float32 values (%s): of+close %.1f ns (nullable field), %.1f ns "
+                            + "(not nullable), %.1f ns (NullPolicy.ACCEPT); bulk copy into float[] %.1f ns: "
+                            + "copy / of = %.0fx, %.0fx, %.0fx%n", rows,
+                    rows >= 1 << 20 ? (4L * rows >> 20) + " MiB" : 4L * rows + " B", nullable, notNullable, accepting,
+                    copy, copy / nullable, copy / notNullable, copy / accepting);
+        }
+        dense.close();
+        view.close();
+        vector.close();
+        allocator.close();
+    }
+
+    /** The best of five rounds of at least 50 ms each. */
+    private static double nanosPerCall(java.util.function.Supplier<?> call) {
+        double best = Double.MAX_VALUE;
+        for (int round = 0; round < 5; round++) {
+            long calls = 0;
+            long start = System.nanoTime();
+            long elapsed;
+            do {
+                call.get();
+                calls++;
+                elapsed = System.nanoTime() - start;
+            } while (elapsed < 50_000_000L);
+            best = Math.min(best, (double) elapsed / calls);
+        }
+        return best;
+    }
+
+    /** The tensor over the vector, nulls refused (the validity bitmap is read), then closed. */
+    @Benchmark
+    public long ofThenClose() {
+        try (Tensor t = ArrowTensors.of(vector)) {
+            return t.dataPointer();
+        }
+    }
+
+    /** The same over a field declared not nullable: its bitmap is not read. */
+    @Benchmark
+    public long ofNotNullableThenClose() {
+        try (Tensor t = ArrowTensors.of(dense)) {
+            return t.dataPointer();
+        }
+    }
+
+    /** The same without reading the validity bitmap. */
+    @Benchmark
+    public long ofAcceptingNullsThenClose() {
+        try (Tensor t = ArrowTensors.of(vector, 0, rows, NullPolicy.ACCEPT)) {
+            return t.dataPointer();
+        }
+    }
+
+    /** The fastest copy into a {@code float[]}: one bulk copy of the data buffer. */
+    @Benchmark
+    public float[] copyIntoFloatArray() {
+        MemorySegment data = MemorySegment.ofAddress(vector.getDataBuffer().memoryAddress()).reinterpret(4L * rows);
+        MemorySegment.copy(data, ValueLayout.JAVA_FLOAT_UNALIGNED, 0, target, 0, rows);
+        return target;
+    }
+
+    /** The copy Arrow users write: {@code get(i)} per value. */
+    @Benchmark
+    public float[] copyIntoFloatArrayByGet() {
+        for (int i = 0; i < rows; i++) {
+            target[i] = vector.get(i);
+        }
+        return target;
+    }
+}
