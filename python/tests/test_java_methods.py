@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import jax.numpy as jnp
 import jpype
@@ -45,28 +46,33 @@ def test_from_java_is_made_once_per_proxy_and_speaks_dlpack(java):
         t.close()
 
 
-def test_eight_python_threads_calling_java_that_imports_and_reduces_get_right_results(java, no_leaks):
+def run_threads(count: int, work: Callable[[int], object]) -> list[object]:
+    """Runs ``work(k)`` on ``count`` Python threads at once; their results, or the first error."""
+    results: list[object] = []
     errors: list[BaseException] = []
-    results: list[float] = []
 
-    def work(k: int) -> None:
+    def run(k: int) -> None:
         try:
-            a = np.full((4, 8), float(k))
-            total = 0.0
-            for _ in range(1000):
-                total += java.Reductions.sumAndClose(a)
-            results.append(total)
-        except BaseException as e:  # pragma: no cover - reported below
+            results.append(work(k))
+        except BaseException as e:  # reported below, on the test's thread
             errors.append(e)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(count)]
     for th in threads:
         th.start()
     for th in threads:
         th.join(timeout=120)
     assert not any(th.is_alive() for th in threads), "deadlock: a thread never finished"
     assert not errors, errors
-    assert sorted(results) == [1000 * 32.0 * k for k in range(8)]
+    return results
+
+
+def test_eight_python_threads_calling_java_that_imports_and_reduces_get_right_results(java, no_leaks):
+    def work(k: int) -> float:
+        a = np.full((4, 8), float(k))
+        return sum(java.Reductions.sumAndClose(a) for _ in range(1000))
+
+    assert sorted(run_threads(8, work)) == [1000 * 32.0 * k for k in range(8)]
 
 
 def test_a_java_thread_calls_python_while_the_python_thread_that_called_java_waits(java):
@@ -75,22 +81,11 @@ def test_a_java_thread_calls_python_while_the_python_thread_that_called_java_wai
 
 
 def test_python_threads_and_java_threads_calling_python_at_once_do_not_deadlock(java):
-    errors: list[BaseException] = []
+    def work(k: int) -> list[float]:
+        return [java.Reductions.sumInPythonOnAnotherThread(np.full(3, float(i + k))) for i in range(200)]
 
-    def work() -> None:
-        try:
-            for i in range(200):
-                assert java.Reductions.sumInPythonOnAnotherThread(np.full(3, float(i))) == 3.0 * i
-        except BaseException as e:  # pragma: no cover - reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(timeout=120)
-    assert not any(th.is_alive() for th in threads), "deadlock: a thread never finished"
-    assert not errors, errors
+    for k, sums in enumerate(sorted(run_threads(4, work))):
+        assert sums == [3.0 * (i + k) for i in range(200)]
 
 
 def test_java_tensor_proxies_have_the_dlpack_protocol_on_the_class(java):
