@@ -66,8 +66,10 @@ final class CApi {
     static final MethodHandle Py_InitializeEx = fn("Py_InitializeEx", FunctionDescriptor.ofVoid(JAVA_INT));
     static final MethodHandle PyGILState_Ensure = fn("PyGILState_Ensure", FunctionDescriptor.of(JAVA_INT));
     static final MethodHandle PyGILState_Release = fn("PyGILState_Release", FunctionDescriptor.ofVoid(JAVA_INT));
-    static final MethodHandle PyGILState_Check = fn("PyGILState_Check", FunctionDescriptor.of(JAVA_INT));
+    /** Critical: it reads this thread's state and the runtime's, nothing else. */
+    static final MethodHandle PyGILState_Check = leaf("PyGILState_Check", FunctionDescriptor.of(JAVA_INT));
     static final MethodHandle PyEval_SaveThread = fn("PyEval_SaveThread", FunctionDescriptor.of(ADDRESS));
+    static final MethodHandle PyEval_RestoreThread = fn("PyEval_RestoreThread", V_P);
 
     // References
     static final MethodHandle Py_IncRef = fn("Py_IncRef", V_P);

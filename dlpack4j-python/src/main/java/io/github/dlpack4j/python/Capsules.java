@@ -18,7 +18,6 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.lang.foreign.ValueLayout;
-import java.util.concurrent.Executor;
 
 /**
  * DLPack capsules, consumed once: a {@code dltensor_versioned} or {@code dltensor} capsule is renamed
@@ -33,18 +32,6 @@ final class Capsules {
     static final MemorySegment USED_VERSIONED = Arena.global().allocateFrom("used_dltensor_versioned");
     static final MemorySegment USED_LEGACY = Arena.global().allocateFrom("used_dltensor");
     private static final MemorySegment CAPSULE_TYPE = CApi.symbol("PyCapsule_Type");
-
-    /** Runs a producer's deleter holding the GIL (which CPython producers need); after shutdown began, leaks. */
-    static final Executor UNDER_GIL = task -> {
-        if (!Python.isShuttingDown()) {
-            int g = Gil.acquire();
-            try {
-                task.run();
-            } finally {
-                Gil.release(g);
-            }
-        }
-    };
 
     /** {@code void destructor(PyObject* capsule)} for the capsules Java exports make: single upcall. */
     private static final MemorySegment DESTRUCTOR;
@@ -198,7 +185,8 @@ final class Capsules {
             // Renamed before adoption: from here on the capsule's destructor leaves the tensor to us,
             // and adoption calls the deleter itself if the tensor is malformed.
             Py.check((int) CApi.PyCapsule_SetName.invokeExact(capsule, used));
-            tensor = versioned ? ManagedTensor.adoptVersioned(ptr, UNDER_GIL) : ManagedTensor.adoptLegacy(ptr, UNDER_GIL);
+            ProducerDeleter deleter = new ProducerDeleter();
+            tensor = deleter.adopted(versioned ? ManagedTensor.adoptVersioned(ptr, deleter) : ManagedTensor.adoptLegacy(ptr, deleter));
         } catch (Throwable t) {
             throw Py.unchecked(t);
         }

@@ -37,7 +37,7 @@ public final class PyObject implements AutoCloseable {
         return new PyObject(Py.check(ptr));
     }
 
-    /** Drops the reference: now if this thread holds the GIL, else through {@link PendingDecrefs}. */
+    /** Drops the reference: now if this thread holds the GIL, else through {@link PendingReleases}. */
     private record Release(long address) implements Runnable {
         @Override
         public void run() {
@@ -47,7 +47,7 @@ public final class PyObject implements AutoCloseable {
             if (Gil.isHeld()) {
                 Py.decRef(MemorySegment.ofAddress(address));
             } else {
-                PendingDecrefs.add(address);
+                PendingReleases.decref(address);
             }
         }
     }
