@@ -250,7 +250,9 @@ public final class Python {
      * inside still lets other Python threads run now and then, as Python itself does, but Java code
      * inside does not: <b>blocking or long Java work inside a scope stops every other thread that
      * calls Python</b> (and waiting inside a scope for a thread that calls Python deadlocks). Let the
-     * GIL go around such work with {@link #allowThreads}.
+     * GIL go around such work with {@link #allowThreads}. End scopes before the JVM exits: a daemon
+     * thread inside one, or {@code System.exit} called inside one, makes the exit hang once torch is
+     * imported, because torch's exit-time destructors wait for the GIL.
      *
      * @throws IllegalStateException on a virtual thread (it may change OS threads while holding the
      *                               GIL); nothing is run then
