@@ -31,7 +31,7 @@ final class Capsules {
     static final MemorySegment LEGACY = Arena.global().allocateFrom("dltensor");
     static final MemorySegment USED_VERSIONED = Arena.global().allocateFrom("used_dltensor_versioned");
     static final MemorySegment USED_LEGACY = Arena.global().allocateFrom("used_dltensor");
-    private static final MemorySegment CAPSULE_TYPE = CApi.symbol("PyCapsule_Type");
+    private static final long CAPSULE_TYPE = CApi.symbol("PyCapsule_Type").address();
 
     /** {@code void destructor(PyObject* capsule)} for the capsules Java exports make: single upcall. */
     private static final MemorySegment DESTRUCTOR;
@@ -102,12 +102,9 @@ final class Capsules {
         }
     }
 
+    /** {@code PyCapsule_CheckExact(o)}: the capsule type cannot be subclassed, so exact is all there is. */
     static boolean isCapsule(MemorySegment o) {
-        try {
-            return Py.check((int) CApi.PyObject_IsInstance.invokeExact(o, CAPSULE_TYPE)) == 1;
-        } catch (Throwable t) {
-            throw Py.unchecked(t);
-        }
+        return Py.typeOf(o) == CAPSULE_TYPE;
     }
 
     /** The capsule's name, or null. */

@@ -80,7 +80,9 @@ public final class Python {
         synchronized (LOCK) {
             if (instance == null) {
                 checkNativeAccess();
-                instance = make.get();
+                Python made = make.get();
+                Py.checkObjectLayout();
+                instance = made;
             }
             return instance;
         }
