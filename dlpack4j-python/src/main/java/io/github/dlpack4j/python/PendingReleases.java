@@ -1,7 +1,7 @@
 package io.github.dlpack4j.python;
 
-import java.lang.foreign.MemorySegment;
-import java.util.Arrays;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -10,6 +10,12 @@ import java.util.concurrent.locks.LockSupport;
  * and the deleters of Python producers' tensors ({@link ProducerDeleter}). Closing then costs no
  * GIL round trip, and the cleaner thread never waits for a GIL that a long Python computation holds.
  * A daemon thread takes the GIL to do it when nobody else called Python in the last 20 ms.
+ *
+ * <p>The queue is a lock-free stack of the release objects themselves (a {@code PyObject}'s
+ * cleaning action, an import's {@link ProducerDeleter}): queueing is one compare-and-set and
+ * allocates nothing, and a drain takes the whole stack with one swap, so drains never share
+ * anything, even when a decref runs Python code that calls Java back or lets another thread take
+ * the GIL.
  *
  * <p>Deleters are bounded, since each holds a producer's memory: when the queued ones would hold more
  * than {@link #MAX_DELETER_BYTES} or number more than {@link #MAX_DELETERS}, {@link #deferDeleter}
@@ -22,39 +28,46 @@ final class PendingReleases {
     /** The most deleters queued (tensors whose bytes are counted low, slices of a large array, still hold memory). */
     static final int MAX_DELETERS = 256;
     private static final long FLUSH_DELAY_NANOS = 20_000_000L;
-    private static final Object LOCK = new Object();
-    private static long[] decrefs = new long[256];
-    private static int decrefCount;
-    private static Runnable[] deleters = new Runnable[MAX_DELETERS];
-    private static int deleterCount;
-    private static long deleterBytes;
-    /** The arrays the last drain emptied, reused by the next one; only the draining thread touches them. */
-    private static long[] spareDecrefs = new long[256];
-    private static Runnable[] spareDeleters = new Runnable[MAX_DELETERS];
-    private static volatile boolean nonEmpty;
-    /**
-     * Set while a thread drains: a decref may run Python code ({@code __del__}) that calls Java back on
-     * the same thread, or lets another thread take the GIL; neither may start a second drain over
-     * the arrays the first one is using. Read and written only with the GIL held.
-     */
-    private static volatile boolean draining;
+    private static final VarHandle HEAD;
     private static final Thread FLUSHER = Thread.ofPlatform().daemon().name("dlpack4j-python-release").unstarted(PendingReleases::flushLoop);
 
+    /** The top of the stack; null when nothing is queued. */
+    @SuppressWarnings("unused") // through HEAD
+    private static volatile Node head;
+
     static {
+        try {
+            HEAD = MethodHandles.lookup().findStaticVarHandle(PendingReleases.class, "head", Node.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
         FLUSHER.start();
     }
 
     private PendingReleases() {}
 
-    /** Queues a decref of the object at {@code address}. */
-    static void decref(long address) {
-        synchronized (LOCK) {
-            if (decrefCount == decrefs.length) {
-                decrefs = Arrays.copyOf(decrefs, decrefCount * 2);
-            }
-            decrefs[decrefCount++] = address;
-            nonEmpty = true;
-        }
+    /**
+     * Something to do with the GIL held, queued at most once. Each node carries the totals of the
+     * deleters at and below it, so that the head alone tells what the queue holds.
+     */
+    abstract static class Node {
+        private Node next;
+        private int deletersBelow;
+        private long bytesBelow;
+
+        /** Does it; the GIL is held. */
+        abstract void release();
+    }
+
+    /** Queues a release that holds no tensor memory (a decref). */
+    static void defer(Node n) {
+        Node h;
+        do {
+            h = head;
+            n.next = h;
+            n.deletersBelow = h == null ? 0 : h.deletersBelow;
+            n.bytesBelow = h == null ? 0 : h.bytesBelow;
+        } while (!HEAD.compareAndSet(h, n));
     }
 
     /**
@@ -62,94 +75,63 @@ final class PendingReleases {
      * a bound: false then, and the caller runs it holding the GIL. {@code evenOverTheBound} queues it
      * anyway (a virtual thread, which may not take the GIL) and wakes the flusher.
      */
-    static boolean deferDeleter(Runnable deleter, long bytes, boolean evenOverTheBound) {
-        synchronized (LOCK) {
-            boolean over = deleterCount == MAX_DELETERS || deleterBytes + bytes > MAX_DELETER_BYTES;
+    static boolean deferDeleter(Node n, long bytes, boolean evenOverTheBound) {
+        Node h;
+        boolean over;
+        do {
+            h = head;
+            int deleters = (h == null ? 0 : h.deletersBelow) + 1;
+            long held = (h == null ? 0 : h.bytesBelow) + bytes;
+            over = deleters > MAX_DELETERS || held > MAX_DELETER_BYTES;
             if (over && !evenOverTheBound) {
                 return false;
             }
-            if (deleterCount == deleters.length) {
-                deleters = Arrays.copyOf(deleters, deleterCount * 2);
-            }
-            deleters[deleterCount++] = deleter;
-            deleterBytes += bytes;
-            nonEmpty = true;
-            if (over) {
-                LockSupport.unpark(FLUSHER);
-            }
+            n.next = h;
+            n.deletersBelow = deleters;
+            n.bytesBelow = held;
+        } while (!HEAD.compareAndSet(h, n));
+        if (over) {
+            LockSupport.unpark(FLUSHER);
         }
         return true;
     }
 
-    /** The bytes that deleters queued or running hold now. */
+    /** The bytes that queued deleters hold now. */
     static long pendingDeleterBytes() {
-        synchronized (LOCK) {
-            return deleterBytes;
-        }
+        Node h = head;
+        return h == null ? 0 : h.bytesBelow;
     }
 
     /** The number of deleters queued now. */
     static int pendingDeleters() {
-        synchronized (LOCK) {
-            return deleterCount;
-        }
+        Node h = head;
+        return h == null ? 0 : h.deletersBelow;
     }
 
     /**
-     * Does everything queued so far; the caller holds the GIL. A deleter that throws is reported and
+     * Does everything queued so far; the caller holds the GIL. A release that throws is reported and
      * the others still run.
      */
     static void drain() {
-        if (!nonEmpty || draining || Python.isShuttingDown()) {
+        if (head == null || Python.isShuttingDown()) {
             return;
         }
-        draining = true;
-        long[] refs = null;
-        Runnable[] dels = null;
-        long batchBytes = 0;
-        try {
-            int nRefs;
-            int nDels;
-            synchronized (LOCK) {
-                refs = decrefs;
-                nRefs = decrefCount;
-                dels = deleters;
-                nDels = deleterCount;
-                decrefs = spareDecrefs;
-                deleters = spareDeleters;
-                decrefCount = 0;
-                deleterCount = 0;
-                batchBytes = deleterBytes; // still counted until the batch has run
-                nonEmpty = false;
+        for (Node n = (Node) HEAD.getAndSet((Node) null); n != null; ) {
+            Node next = n.next;
+            n.next = null;
+            try {
+                n.release();
+            } catch (Throwable t) {
+                System.err.println("dlpack4j: error in a release run for a thread without the GIL: " + t);
             }
-            for (int i = 0; i < nRefs; i++) {
-                Py.decRef(MemorySegment.ofAddress(refs[i]));
-            }
-            for (int i = 0; i < nDels; i++) {
-                Runnable d = dels[i];
-                dels[i] = null;
-                try {
-                    d.run();
-                } catch (Throwable t) {
-                    System.err.println("dlpack4j: error in a Python producer's deleter: " + t);
-                }
-            }
-        } finally {
-            if (refs != null) { // the emptied arrays are the next drain's spares
-                spareDecrefs = refs;
-                spareDeleters = dels;
-                synchronized (LOCK) {
-                    deleterBytes -= batchBytes;
-                }
-            }
-            draining = false;
+            n = next;
         }
     }
 
     private static void flushLoop() {
         while (true) {
             LockSupport.parkNanos(FLUSH_DELAY_NANOS); // callers usually drain it for free first
-            if (nonEmpty && !Python.isShuttingDown()) {
+            if (head != null && !Python.isShuttingDown()) {
                 try {
                     Gil.release(Gil.acquire()); // acquire drains
                 } catch (Throwable t) {

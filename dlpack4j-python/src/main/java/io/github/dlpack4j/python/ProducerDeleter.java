@@ -12,15 +12,18 @@ import java.util.concurrent.Executor;
  * next GIL acquisition or within 20 ms; past the queue's bound, the closing thread takes the GIL
  * and runs it (with the queued ones) itself. After the JVM's shutdown began it leaks instead.
  *
- * <p>One per import, because the bound counts bytes: {@link #adopted} records the tensor's.
+ * <p>One per import: the bound counts bytes ({@link #adopted} records the tensor's), and the object
+ * itself is what waits in the queue, so deferring allocates nothing.
  */
-final class ProducerDeleter implements Executor {
+final class ProducerDeleter extends PendingReleases.Node implements Executor {
     /**
      * The tensor's logical size, written once right after adoption. A close that races with that
      * write (an unpublished tensor closed by another thread) may read 0: the bound then counts
      * this tensor as nothing, and the entry bound still applies.
      */
     private long bytes;
+    /** The deleter call, kept while it waits in {@link PendingReleases}. */
+    private Runnable due;
 
     /** Records the size of the adopted tensor; returns it. */
     ManagedTensor adopted(ManagedTensor m) {
@@ -39,14 +42,23 @@ final class ProducerDeleter implements Executor {
             return;
         }
         // A virtual thread may not take the GIL: it queues even past the bound, and wakes the flusher.
-        if (PendingReleases.deferDeleter(deleter, bytes, Thread.currentThread().isVirtual())) {
+        due = deleter;
+        if (PendingReleases.deferDeleter(this, bytes, Thread.currentThread().isVirtual())) {
             return;
         }
+        due = null;
         int g = Gil.acquire(); // runs the queued ones first
         try {
             deleter.run();
         } finally {
             Gil.release(g);
         }
+    }
+
+    @Override
+    void release() {
+        Runnable d = due;
+        due = null;
+        d.run();
     }
 }

@@ -49,18 +49,32 @@ public final class PyObject implements AutoCloseable {
         return new PyObject(Py.check(ptr));
     }
 
-    /** Drops the reference: now if this thread holds the GIL, else through {@link PendingReleases}. */
-    private record Release(long address) implements Runnable {
+    /**
+     * Drops the reference: now if this thread holds the GIL, else through {@link PendingReleases}
+     * (this object is the queue's node). Run once, by {@code close()} or the cleaner.
+     */
+    private static final class Release extends PendingReleases.Node implements Runnable {
+        private final long address;
+
+        Release(long address) {
+            this.address = address;
+        }
+
         @Override
         public void run() {
             if (Python.isShuttingDown()) {
                 return;
             }
             if (Gil.isHeld()) {
-                Py.decRef(MemorySegment.ofAddress(address));
+                release();
             } else {
-                PendingReleases.decref(address);
+                PendingReleases.defer(this);
             }
+        }
+
+        @Override
+        void release() {
+            Py.decRef(MemorySegment.ofAddress(address));
         }
     }
 

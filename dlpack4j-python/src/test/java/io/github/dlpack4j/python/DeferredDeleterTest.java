@@ -166,11 +166,11 @@ class DeferredDeleterTest {
             onThreadWithoutGil(() -> {
                 imports.forEach(ManagedTensor::close);
                 // A Java exception out of a queued deleter too, between two that must still run.
-                PendingReleases.deferDeleter(javaRan::incrementAndGet, 0, false);
-                PendingReleases.deferDeleter(() -> {
+                PendingReleases.deferDeleter(node(javaRan::incrementAndGet), 0, false);
+                PendingReleases.deferDeleter(node(() -> {
                     throw new IllegalStateException("a Java deleter that throws");
-                }, 0, false);
-                PendingReleases.deferDeleter(javaRan::incrementAndGet, 0, false);
+                }), 0, false);
+                PendingReleases.deferDeleter(node(javaRan::incrementAndGet), 0, false);
             });
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
             while ((released.get() < 3 || javaRan.get() < 2) && System.nanoTime() < deadline) {
@@ -183,6 +183,15 @@ class DeferredDeleterTest {
                 assertThat(fine.asLong()).as("Python works normally after").isEqualTo(3);
             }
         }
+    }
+
+    private static PendingReleases.Node node(Runnable action) {
+        return new PendingReleases.Node() {
+            @Override
+            void release() {
+                action.run();
+            }
+        };
     }
 
     private static long residentKiBWithoutGc() {
