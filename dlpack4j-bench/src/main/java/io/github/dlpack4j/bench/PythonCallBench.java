@@ -20,11 +20,16 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.infra.BenchmarkParams;
 
 /**
  * A Java call of a no-argument Python function against the same call made by Python, in the same
- * interpreter and run (target: at most 4x). The Python figure is a
- * loop of 1,000 calls, as {@code timeit} runs it; {@code timeit} itself is printed at set-up.
+ * interpreter and run: one call at a time (each takes the GIL; target for {@code invoke} at most 4x)
+ * and 1,000 per GIL scope ({@code Python.withGil}; targets at most 3x {@code timeit} for
+ * {@code invoke}, 5x for {@code call} with the result kept and closed). The Python figure is a loop
+ * of 1,000 calls, as {@code timeit} runs it; {@code timeit} itself is printed at set-up, and again
+ * after the measurement beside the Java loops timed once more ({@code [in-fork]}: the interpreter's
+ * speed differs between forks).
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -35,10 +40,11 @@ public class PythonCallBench {
     private PyObject loop;
     private MethodHandle ensure;
     private MethodHandle release;
+    private Python py;
 
     @Setup(Level.Trial)
     public void setUp() {
-        Python py = Python.start();
+        py = Python.start();
         py.exec("""
                 import timeit
                 def f():
@@ -71,9 +77,46 @@ public class PythonCallBench {
     }
 
     @TearDown(Level.Trial)
-    public void tearDown() {
+    public void tearDown(BenchmarkParams params) {
+        String name = params.getBenchmark();
+        if (name.contains(".javaCallsPython")) {
+            boolean keep = name.contains("KeepingTheResult");
+            boolean scoped = name.endsWith("InScope");
+            long best = Long.MAX_VALUE;
+            for (int round = 0; round < 5; round++) {
+                long t0 = System.nanoTime();
+                for (int i = 0; i < 200; i++) {
+                    if (scoped) {
+                        py.withGil(() -> calls(keep, 1000));
+                    } else {
+                        calls(keep, 1000);
+                    }
+                }
+                best = Math.min(best, System.nanoTime() - t0);
+            }
+            try (PyObject timeit = py.eval("min(timeit.repeat('f()', globals=globals(), number=200_000, repeat=5)) / 200_000 * 1e9")) {
+                double java = best / 200_000.0;
+                System.out.printf("%n[in-fork] %s: Java %.1f ns, timeit f() %.1f ns: %.2fx%n",
+                        name.substring(name.lastIndexOf('.') + 1), java, timeit.asDouble(), java / timeit.asDouble());
+            }
+        }
         f.close();
         loop.close();
+    }
+
+    /** {@code n} calls of {@code f}: {@code invoke}, or {@code call} with the result closed. */
+    private int calls(boolean keepTheResult, int n) {
+        int nones = 0;
+        for (int i = 0; i < n; i++) {
+            if (keepTheResult) {
+                try (PyObject r = f.call()) {
+                    nones++;
+                }
+            } else if (f.invoke() == null) {
+                nones++;
+            }
+        }
+        return nones;
     }
 
     /** Java calls the Python function for its Java value ({@code PyObject.invoke}). */
@@ -88,6 +131,20 @@ public class PythonCallBench {
         try (PyObject r = f.call()) {
             // the result (None) is released here
         }
+    }
+
+    /** {@code f.invoke()} 1,000 times in one GIL scope. */
+    @Benchmark
+    @OperationsPerInvocation(1000)
+    public int javaCallsPythonInScope() {
+        return py.withGil(() -> calls(false, 1000));
+    }
+
+    /** {@code f.call()} kept as a {@code PyObject} and closed, 1,000 times in one GIL scope. */
+    @Benchmark
+    @OperationsPerInvocation(1000)
+    public int javaCallsPythonKeepingTheResultInScope() {
+        return py.withGil(() -> calls(true, 1000));
     }
 
     /**

@@ -13,8 +13,9 @@ import java.lang.invoke.MethodHandle;
 
 /**
  * The parts of CPython's C API that dlpack4j calls, as downcall handles. Only functions of the
- * stable API are used (no struct field of a Python object is read), so one build of dlpack4j works
- * with every CPython from 3.9 on. The class is initialised after libpython was found
+ * stable API are used (no struct field of a Python object is read, but for the header's
+ * {@code ob_type}: {@link Py#typeOf}, stable as well), so one build of dlpack4j works with every
+ * CPython from 3.9 on. The class is initialised after libpython was found
  * ({@link NativeLibrary#bindPython}), so that its handles are constants the JIT can inline.
  *
  * <p>Every function here except the GIL functions needs the GIL held by the calling thread.
@@ -66,8 +67,10 @@ final class CApi {
     static final MethodHandle Py_InitializeEx = fn("Py_InitializeEx", FunctionDescriptor.ofVoid(JAVA_INT));
     static final MethodHandle PyGILState_Ensure = fn("PyGILState_Ensure", FunctionDescriptor.of(JAVA_INT));
     static final MethodHandle PyGILState_Release = fn("PyGILState_Release", FunctionDescriptor.ofVoid(JAVA_INT));
-    static final MethodHandle PyGILState_Check = fn("PyGILState_Check", FunctionDescriptor.of(JAVA_INT));
+    /** Critical: it reads this thread's state and the runtime's, nothing else. */
+    static final MethodHandle PyGILState_Check = leaf("PyGILState_Check", FunctionDescriptor.of(JAVA_INT));
     static final MethodHandle PyEval_SaveThread = fn("PyEval_SaveThread", FunctionDescriptor.of(ADDRESS));
+    static final MethodHandle PyEval_RestoreThread = fn("PyEval_RestoreThread", V_P);
 
     // References
     static final MethodHandle Py_IncRef = fn("Py_IncRef", V_P);

@@ -18,7 +18,6 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.lang.foreign.ValueLayout;
-import java.util.concurrent.Executor;
 
 /**
  * DLPack capsules, consumed once: a {@code dltensor_versioned} or {@code dltensor} capsule is renamed
@@ -32,19 +31,7 @@ final class Capsules {
     static final MemorySegment LEGACY = Arena.global().allocateFrom("dltensor");
     static final MemorySegment USED_VERSIONED = Arena.global().allocateFrom("used_dltensor_versioned");
     static final MemorySegment USED_LEGACY = Arena.global().allocateFrom("used_dltensor");
-    private static final MemorySegment CAPSULE_TYPE = CApi.symbol("PyCapsule_Type");
-
-    /** Runs a producer's deleter holding the GIL (which CPython producers need); after shutdown began, leaks. */
-    static final Executor UNDER_GIL = task -> {
-        if (!Python.isShuttingDown()) {
-            int g = Gil.acquire();
-            try {
-                task.run();
-            } finally {
-                Gil.release(g);
-            }
-        }
-    };
+    private static final long CAPSULE_TYPE = CApi.symbol("PyCapsule_Type").address();
 
     /** {@code void destructor(PyObject* capsule)} for the capsules Java exports make: single upcall. */
     private static final MemorySegment DESTRUCTOR;
@@ -115,12 +102,9 @@ final class Capsules {
         }
     }
 
+    /** {@code PyCapsule_CheckExact(o)}: the capsule type cannot be subclassed, so exact is all there is. */
     static boolean isCapsule(MemorySegment o) {
-        try {
-            return Py.check((int) CApi.PyObject_IsInstance.invokeExact(o, CAPSULE_TYPE)) == 1;
-        } catch (Throwable t) {
-            throw Py.unchecked(t);
-        }
+        return Py.typeOf(o) == CAPSULE_TYPE;
     }
 
     /** The capsule's name, or null. */
@@ -198,7 +182,8 @@ final class Capsules {
             // Renamed before adoption: from here on the capsule's destructor leaves the tensor to us,
             // and adoption calls the deleter itself if the tensor is malformed.
             Py.check((int) CApi.PyCapsule_SetName.invokeExact(capsule, used));
-            tensor = versioned ? ManagedTensor.adoptVersioned(ptr, UNDER_GIL) : ManagedTensor.adoptLegacy(ptr, UNDER_GIL);
+            ProducerDeleter deleter = new ProducerDeleter();
+            tensor = deleter.adopted(versioned ? ManagedTensor.adoptVersioned(ptr, deleter) : ManagedTensor.adoptLegacy(ptr, deleter));
         } catch (Throwable t) {
             throw Py.unchecked(t);
         }

@@ -90,21 +90,20 @@ public final class ExchangeApi {
 
     /** {@link #fromObject} for a borrowed object pointer, with the GIL held; null if there is none. */
     static ExchangeApi forObject(MemorySegment obj) throws Throwable {
-        MemorySegment type = Py.check((MemorySegment) CApi.PyObject_Type.invokeExact(obj));
+        long type = Py.typeOf(obj); // the cache holds each type it saw alive, so its address cannot be reused
         LastLookup l = last;
-        if (l.type() == type.address()) {
-            Py.decRef(type); // the cache holds the type alive, so its address cannot be reused
+        if (l.type() == type) {
             return l.api();
         }
-        Found found = BY_TYPE.get(type.address());
+        Found found = BY_TYPE.get(type);
         if (found == null) {
-            PyObject t = PyObject.steal(type); // the cache keeps this reference for good
-            found = new Found(t, discover(t).orElse(null));
-            BY_TYPE.put(type.address(), found);
-        } else {
-            Py.decRef(type);
+            MemorySegment t = MemorySegment.ofAddress(type);
+            Py.incRef(t);
+            PyObject kept = PyObject.steal(t); // the cache keeps this reference for good
+            found = new Found(kept, discover(kept).orElse(null));
+            BY_TYPE.put(type, found);
         }
-        last = new LastLookup(type.address(), found.api());
+        last = new LastLookup(type, found.api());
         return found.api();
     }
 
@@ -244,7 +243,8 @@ public final class ExchangeApi {
                     throw new DlpackException("the producer's allocator refused " + dtype + " " + java.util.Arrays.toString(shape)
                             + " on " + device + ": " + (error[0] == null ? "no reason given" : error[0]));
                 }
-                return ManagedTensor.adoptVersioned(out.get(ADDRESS, 0), Capsules.UNDER_GIL);
+                ProducerDeleter deleter = new ProducerDeleter();
+                return deleter.adopted(ManagedTensor.adoptVersioned(out.get(ADDRESS, 0), deleter));
             }
         });
     }

@@ -167,8 +167,9 @@ final class ExchangeApiProducer {
     private static int toPyObject(MemorySegment managed, MemorySegment out) {
         try {
             // Adoption deletes a malformed tensor itself. The deleter may run on any thread that lets go
-            // last (a re-export's consumer, the cleaner): it gets the GIL, as capsule imports do.
-            ManagedTensor m = ManagedTensor.adoptVersioned(managed, Capsules.UNDER_GIL);
+            // last (a re-export's consumer, the cleaner): it runs under the GIL, as capsule imports' do.
+            ProducerDeleter deleter = new ProducerDeleter();
+            ManagedTensor m = deleter.adopted(ManagedTensor.adoptVersioned(managed, deleter));
             try {
                 MemorySegment result = outParameter(out, ADDRESS.byteSize());
                 result.set(ADDRESS, 0, JavaTensorType.newInstance(m.tensor(), m));

@@ -1,7 +1,11 @@
 package io.github.dlpack4j.python;
 
+import java.lang.foreign.MemorySegment;
+import java.util.function.Supplier;
+
 /**
- * The GIL, taken for the duration of one public call.
+ * The GIL: taken for the duration of one public call, or held for a whole scope
+ * ({@link Python#withGil}) and let go inside one ({@link Python#allowThreads}).
  *
  * <p>Each OS thread keeps one CPython thread state for its whole life: the first time a thread
  * calls in, it takes {@code PyGILState_Ensure} twice and releases only once, so the state's counter
@@ -9,32 +13,56 @@ package io.github.dlpack4j.python;
  * back the GIL (about 65 ns a pair here), against several times that when a thread state is made
  * and torn down on every call, which has also crashed other embedders. {@code PyGILState_Ensure}
  * nests: a thread that holds the GIL already (Java code called from Python, a deleter that Python
- * runs) takes it again for free, even when native code in between released it.
+ * runs) takes it again without waiting, even when native code in between released it.
+ *
+ * <p>Inside a scope a call skips even the nested Ensure/Release pair (two downcalls with a
+ * thread-state transition each): it asks {@code PyGILState_Check}, a critical downcall of a few
+ * nanoseconds, whether this thread really holds the GIL, and uses it as it is. The scope count alone
+ * is not trusted, because native code called inside a scope may release the GIL and call back into
+ * Java (a foreign deleter of one of our exports, a user's own upcall); such a call then takes the
+ * GIL the ordinary way, with the same thread state, and gives it back to where it was.
  *
  * <p>Virtual threads are refused: one may move to another OS thread while it holds the GIL, which
  * would leave CPython's thread state on the wrong thread.
  */
 final class Gil {
-    private static final ThreadLocal<boolean[]> HAS_STATE = ThreadLocal.withInitial(() -> new boolean[1]);
+    /** What {@link #acquire} returns inside a scope: nothing was taken, nothing is given back. */
+    private static final int SCOPED = -1; // PyGILState_STATE is 0 (LOCKED) or 1 (UNLOCKED)
+
+    /** Per platform thread: whether it keeps a thread state, and how many scopes it is in now. */
+    private static final class PerThread {
+        boolean pinned;
+        int scopes;
+    }
+
+    private static final ThreadLocal<PerThread> THREAD = ThreadLocal.withInitial(PerThread::new);
 
     private Gil() {}
 
-    /** Takes the GIL; pass the result to {@link #release}. */
+    /** Takes the GIL (or finds it held by this thread's scope); pass the result to {@link #release}. */
     static int acquire() {
-        boolean[] has = HAS_STATE.get();
+        PerThread t = THREAD.get();
+        if (t.scopes != 0 && isHeld()) {
+            PendingReleases.drain(); // other threads' closes run here, not 20 ms later
+            return SCOPED;
+        }
+        return ensure(t);
+    }
+
+    private static int ensure(PerThread t) {
         try {
-            if (!has[0] && Thread.currentThread().isVirtual()) {
+            if (!t.pinned && Thread.currentThread().isVirtual()) {
                 throw new IllegalStateException("Python cannot be called from a virtual thread (it may change OS "
                         + "threads while holding the GIL); call it from a platform thread, e.g. a fixed thread pool");
             }
             // The first Ensure takes the GIL (release gives it back); the pin, taken second, only
             // raises the thread state's counter and is never released, so the state stays.
             int state = (int) CApi.PyGILState_Ensure.invokeExact();
-            if (!has[0]) {
+            if (!t.pinned) {
                 int pin = (int) CApi.PyGILState_Ensure.invokeExact();
-                has[0] = true;
+                t.pinned = true;
             }
-            PendingDecrefs.drain();
+            PendingReleases.drain();
             return state;
         } catch (Throwable e) {
             throw Py.unchecked(e);
@@ -43,6 +71,9 @@ final class Gil {
 
     /** Releases what {@link #acquire} took. */
     static void release(int state) {
+        if (state == SCOPED) {
+            return;
+        }
         try {
             CApi.PyGILState_Release.invokeExact(state);
         } catch (Throwable e) {
@@ -72,7 +103,54 @@ final class Gil {
         }
     }
 
-    /** Whether the current thread holds the GIL. */
+    /**
+     * {@link Python#withGil(Supplier)}: the GIL for the whole of {@code body}. A nested scope finds
+     * it held and only counts; the outermost one gives it back however the body ends.
+     */
+    static <T> T scope(Supplier<T> body) {
+        PerThread t = THREAD.get();
+        int g = acquire();
+        t.scopes++;
+        try {
+            return body.get();
+        } finally {
+            t.scopes--;
+            release(g);
+        }
+    }
+
+    /**
+     * {@link Python#allowThreads}: lets the GIL go around {@code body} if this thread holds it, and
+     * takes it back with the same thread state after; calls inside take it for themselves, as
+     * outside any scope. A thread that does not hold the GIL just runs {@code body}.
+     */
+    static void allowThreads(Runnable body) {
+        if (!isHeld()) {
+            body.run();
+            return;
+        }
+        PerThread t = THREAD.get();
+        int scopes = t.scopes;
+        MemorySegment saved;
+        try {
+            saved = (MemorySegment) CApi.PyEval_SaveThread.invokeExact();
+        } catch (Throwable e) {
+            throw Py.unchecked(e);
+        }
+        t.scopes = 0;
+        try {
+            body.run();
+        } finally {
+            t.scopes = scopes;
+            try {
+                CApi.PyEval_RestoreThread.invokeExact(saved);
+            } catch (Throwable e) {
+                throw Py.unchecked(e);
+            }
+        }
+    }
+
+    /** Whether the current thread holds the GIL now (a critical downcall: no transition, a few ns). */
     static boolean isHeld() {
         try {
             return (int) CApi.PyGILState_Check.invokeExact() == 1;

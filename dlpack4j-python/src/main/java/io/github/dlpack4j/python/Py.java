@@ -74,6 +74,31 @@ final class Py {
         return MEMORY.get(ValueLayout.JAVA_LONG_UNALIGNED, address);
     }
 
+    /**
+     * The address of {@code Py_TYPE(o)}, read from the object instead of asked for with a downcall
+     * pair ({@code PyObject_Type} and a decref): {@code ob_type} is the second word of every object
+     * header in the stable ABI of CPython's GIL builds, which {@link #checkObjectLayout} confirms at
+     * start-up. {@code o} must be a live object (the caller holds the GIL and a reference).
+     */
+    static long typeOf(MemorySegment o) {
+        return word(o.address() + OB_TYPE);
+    }
+
+    private static final long OB_TYPE = 8;
+
+    /**
+     * Refuses an interpreter whose objects do not start with {@code ob_refcnt, ob_type} (a
+     * free-threaded build, which also has no GIL for dlpack4j to hold), by looking at {@code None}.
+     */
+    static void checkObjectLayout() {
+        long none = CApi.symbol("_Py_NoneStruct").address();
+        long noneType = CApi.symbol("_PyNone_Type").address();
+        if (word(none + OB_TYPE) != noneType) {
+            throw new IllegalStateException("this Python's objects do not have the object header of CPython's "
+                    + "GIL builds (a free-threaded build?); dlpack4j needs a Python with the GIL");
+        }
+    }
+
     /** {@code int(o)} through {@code __index__}; Python's own TypeError or OverflowError if it has none or is too big. */
     static long asLong(MemorySegment o) throws Throwable {
         long v = (long) CApi.PyLong_AsLongLong.invokeExact(o);

@@ -4,7 +4,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.ref.Cleaner;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 
 /**
  * One reference to a Python object. {@link #close()} releases it: at once on a thread that holds the
@@ -18,9 +19,20 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class PyObject implements AutoCloseable {
     private static final Cleaner CLEANER = Cleaner.create();
 
+    private static final VarHandle CLOSED;
+
+    static {
+        try {
+            CLOSED = MethodHandles.lookup().findVarHandle(PyObject.class, "closed", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private final MemorySegment ptr;
     private final Cleaner.Cleanable cleanable;
-    private final AtomicBoolean closed = new AtomicBoolean();
+    /** Set once by {@link #close()}, through {@link #CLOSED} (a field, not an AtomicBoolean: one object less per call). */
+    private volatile boolean closed;
 
     private PyObject(MemorySegment ptr) {
         this.ptr = ptr;
@@ -37,18 +49,32 @@ public final class PyObject implements AutoCloseable {
         return new PyObject(Py.check(ptr));
     }
 
-    /** Drops the reference: now if this thread holds the GIL, else through {@link PendingDecrefs}. */
-    private record Release(long address) implements Runnable {
+    /**
+     * Drops the reference: now if this thread holds the GIL, else through {@link PendingReleases}
+     * (this object is the queue's node). Run once, by {@code close()} or the cleaner.
+     */
+    private static final class Release extends PendingReleases.Node implements Runnable {
+        private final long address;
+
+        Release(long address) {
+            this.address = address;
+        }
+
         @Override
         public void run() {
             if (Python.isShuttingDown()) {
                 return;
             }
             if (Gil.isHeld()) {
-                Py.decRef(MemorySegment.ofAddress(address));
+                release();
             } else {
-                PendingDecrefs.add(address);
+                PendingReleases.defer(this);
             }
+        }
+
+        @Override
+        void release() {
+            Py.decRef(MemorySegment.ofAddress(address));
         }
     }
 
@@ -72,7 +98,7 @@ public final class PyObject implements AutoCloseable {
     }
 
     private void checkOpen() {
-        if (closed.get()) {
+        if (closed) {
             throw new IllegalStateException("PyObject is closed");
         }
     }
@@ -256,19 +282,19 @@ public final class PyObject implements AutoCloseable {
     /** Releases the reference; idempotent. Any later use throws {@link IllegalStateException}. */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
+        if (CLOSED.compareAndSet(this, false, true)) {
             cleanable.clean();
         }
     }
 
     /** Whether {@link #close()} was called. */
     public boolean isClosed() {
-        return closed.get();
+        return closed;
     }
 
     /** {@code repr(self)}, or a note that it is closed. */
     @Override
     public String toString() {
-        return closed.get() ? "PyObject(closed)" : repr();
+        return closed ? "PyObject(closed)" : repr();
     }
 }

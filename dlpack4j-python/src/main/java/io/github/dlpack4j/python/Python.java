@@ -6,6 +6,8 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.util.List;
+import java.util.Objects;
+import java.util.function.Supplier;
 
 /**
  * The CPython interpreter of this process, embedded through FFM (no JNI).
@@ -18,7 +20,8 @@ import java.util.List;
  *
  * <p>Any platform thread may call any method at any time: each call takes the GIL for its own
  * duration only, so no Java thread holds it while idle and a long Python computation in one thread
- * does not stop Java threads that don't call Python. Virtual threads get a clear error.
+ * does not stop Java threads that don't call Python. Virtual threads get a clear error. A batch of
+ * calls runs faster in one {@link #withGil(Supplier) GIL scope}, where no call takes the GIL again.
  *
  * <pre>{@code
  * Python py = Python.start();
@@ -69,7 +72,7 @@ public final class Python {
     }
 
     /** The process's one interpreter: {@code make} runs once, under the lock, after the access check. */
-    private static Python once(java.util.function.Supplier<Python> make) {
+    private static Python once(Supplier<Python> make) {
         Python p = instance;
         if (p != null) {
             return p;
@@ -77,7 +80,9 @@ public final class Python {
         synchronized (LOCK) {
             if (instance == null) {
                 checkNativeAccess();
-                instance = make.get();
+                Python made = make.get();
+                Py.checkObjectLayout();
+                instance = made;
             }
             return instance;
         }
@@ -233,6 +238,51 @@ public final class Python {
     /** {@code sys.executable}: the Python whose environment this interpreter sees. */
     public String executable() {
         return executable;
+    }
+
+    /**
+     * Runs {@code body} with the GIL held by the calling thread for the whole of it, and returns what
+     * it returns (PyO3's {@code Python::with_gil}). Every dlpack4j call inside (calls, conversions,
+     * imports, exports, {@code close()} of a {@link PyObject} or of an imported tensor, whose
+     * producer's deleter then runs at once) uses the GIL this thread holds instead of taking it:
+     * a loop of calls or imports costs what the calls themselves cost.
+     *
+     * <p>Scopes nest (an inner one only counts), and the GIL is given back when the outermost one
+     * ends, however it ends: an exception leaves the scope with the GIL released. Python code called
+     * inside still lets other Python threads run now and then, as Python itself does, but Java code
+     * inside does not: <b>blocking or long Java work inside a scope stops every other thread that
+     * calls Python</b> (and waiting inside a scope for a thread that calls Python deadlocks). Let the
+     * GIL go around such work with {@link #allowThreads}. End scopes before the JVM exits: a daemon
+     * thread inside one, or {@code System.exit} called inside one, makes the exit hang once torch is
+     * imported, because torch's exit-time destructors wait for the GIL.
+     *
+     * @throws IllegalStateException on a virtual thread (it may change OS threads while holding the
+     *                               GIL); nothing is run then
+     */
+    public <T> T withGil(Supplier<T> body) {
+        Objects.requireNonNull(body, "body");
+        return Gil.scope(body);
+    }
+
+    /** {@link #withGil(Supplier)} for a body without a result. */
+    public void withGil(Runnable body) {
+        Objects.requireNonNull(body, "body");
+        Gil.scope(() -> {
+            body.run();
+            return null;
+        });
+    }
+
+    /**
+     * Runs {@code body} with the GIL let go, if this thread holds it (inside {@link #withGil}, or in
+     * Java code that Python called), and takes it back after, with the same thread state, however
+     * {@code body} ends ({@code Py_BEGIN_ALLOW_THREADS} / {@code Py_END_ALLOW_THREADS}). Other threads
+     * call Python meanwhile; dlpack4j calls inside {@code body} take the GIL for themselves, as
+     * outside any scope. On a thread that does not hold the GIL it just runs {@code body}.
+     */
+    public void allowThreads(Runnable body) {
+        Objects.requireNonNull(body, "body");
+        Gil.allowThreads(body);
     }
 
     /** Runs statements in the {@code __main__} module. */

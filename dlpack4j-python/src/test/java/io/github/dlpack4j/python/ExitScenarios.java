@@ -21,6 +21,34 @@ public final class ExitScenarios {
                 }
             }
             case "uncaught-main" -> py.exec("raise KeyError('left uncaught in main')");
+            case "pending-deleters" -> {
+                // Closed on main, which does not hold the GIL, while another thread's scope holds it:
+                // the deleters are queued (the flusher waits for the GIL) as the JVM goes.
+                java.util.List<io.github.dlpack4j.ManagedTensor> imports = new java.util.ArrayList<>();
+                for (int i = 0; i < 4; i++) {
+                    try (PyObject a = py.eval("numpy.ones(1000)")) {
+                        imports.add(PythonDlpack.fromDlpack(a));
+                    }
+                }
+                java.util.concurrent.CountDownLatch inScope = new java.util.concurrent.CountDownLatch(1);
+                java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
+                Thread.ofPlatform().start(() -> py.withGil(() -> {
+                    inScope.countDown();
+                    try {
+                        closed.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }));
+                inScope.await();
+                imports.forEach(io.github.dlpack4j.ManagedTensor::close);
+                int pending = PendingReleases.pendingDeleters();
+                closed.countDown();
+                System.out.println("deleters pending: " + pending);
+                if (pending != 4) {
+                    System.exit(5);
+                }
+            }
             default -> throw new IllegalArgumentException(args[0]);
         }
     }

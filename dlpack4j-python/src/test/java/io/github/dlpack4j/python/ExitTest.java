@@ -30,7 +30,7 @@ class ExitTest {
     }
 
     @ParameterizedTest(name = "{0} exits with {1}")
-    @CsvSource({"return, 0", "exit, 3", "uncaught-thread, 0", "uncaught-main, 1"})
+    @CsvSource({"return, 0", "exit, 3", "uncaught-thread, 0", "uncaught-main, 1", "pending-deleters, 0"})
     void theJvmExitsWithinSecondsAfterImportingTorchAndNumpy(String scenario, int exitCode) throws Exception {
         long start = System.nanoTime();
         Process p = child(List.of("--enable-native-access=ALL-UNNAMED"), scenario);

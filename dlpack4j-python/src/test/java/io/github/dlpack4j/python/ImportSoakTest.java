@@ -15,7 +15,7 @@ class ImportSoakTest {
     static final Python PY = Python.start();
 
     @Test
-    void aMillionImportsFromFourThreadsKeepRssFlatAndReleaseEveryProducerReference() throws Exception {
+    void aMillionImportsFromFourThreadsHalfInScopesKeepRssFlatAndReleaseEveryProducerReference() throws Exception {
         PY.exec("import numpy as np, torch, sys\nsoak_a = np.arange(8.0)\nsoak_t = torch.arange(8.0)");
         try (PyObject a = PY.getGlobal("soak_a"); PyObject t = PY.getGlobal("soak_t")) {
             long refsA = refcount("soak_a");
@@ -41,13 +41,22 @@ class ImportSoakTest {
             List<Future<Double>> futures = new ArrayList<>();
             for (int w = 0; w < 4; w++) {
                 boolean torchFirst = w % 2 == 0;
+                boolean scoped = w < 2; // two workers import in GIL scopes of 1,000, two one call at a time
                 futures.add(pool.submit(() -> {
                     double sum = 0;
-                    for (int i = 0; i < total / 4; i++) {
-                        PyObject source = (i % 2 == 0) == torchFirst ? t : a;
-                        try (ManagedTensor m = PythonDlpack.fromDlpack(source)) {
-                            sum += m.tensor().getDouble(7);
-                        }
+                    for (int start = 0; start < total / 4; start += 1000) {
+                        int from = start;
+                        java.util.function.Supplier<Double> batch = () -> {
+                            double s = 0;
+                            for (int i = from; i < Math.min(from + 1000, total / 4); i++) {
+                                PyObject source = (i % 2 == 0) == torchFirst ? t : a;
+                                try (ManagedTensor m = PythonDlpack.fromDlpack(source)) {
+                                    s += m.tensor().getDouble(7);
+                                }
+                            }
+                            return s;
+                        };
+                        sum += scoped ? PY.withGil(batch) : batch.get();
                     }
                     return sum;
                 }));

@@ -15,6 +15,11 @@ final class ProcessMemory {
     /** VmRSS in KiB, after a garbage collection. */
     static long residentKiB() throws IOException {
         System.gc();
+        return residentKiBNow();
+    }
+
+    /** VmRSS in KiB as it is (a collection takes long enough for background work to run meanwhile). */
+    static long residentKiBNow() throws IOException {
         for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
             if (line.startsWith("VmRSS:")) {
                 return Long.parseLong(line.replaceAll("[^0-9]", ""));

@@ -9,7 +9,7 @@ class SoakTest {
     static final Python PY = Python.start();
 
     @Test
-    void aMillionCreateCallCloseCyclesLeaveObjectCountAndRssFlat() throws IOException {
+    void aMillionCreateCallCloseCyclesHalfInScopesLeaveObjectCountAndRssFlat() throws IOException {
         PY.exec("import gc\ndef ident(x):\n    return x");
         try (PyObject ident = PY.getGlobal("ident"); PyObject gcModule = PY.importModule("gc")) {
             cycles(ident, 1_000_000); // warm up: JIT, caches, the Java heap growing to its working size
@@ -28,12 +28,22 @@ class SoakTest {
         }
     }
 
+    /** {@code n} cycles in blocks of 1,000, every other block inside one GIL scope. */
     private static void cycles(PyObject ident, int n) {
-        for (int i = 0; i < n; i++) {
-            try (PyObject arg = PY.toPython(java.util.List.of(i & 1023)); PyObject r = ident.call(arg)) { // a list: tracked by gc
-                if (r.isNone()) {
-                    throw new AssertionError();
+        for (int block = 0; block < n / 1000; block++) {
+            Runnable cycles = () -> {
+                for (int i = 0; i < 1000; i++) {
+                    try (PyObject arg = PY.toPython(java.util.List.of(i & 1023)); PyObject r = ident.call(arg)) { // a list: tracked by gc
+                        if (r.isNone()) {
+                            throw new AssertionError();
+                        }
+                    }
                 }
+            };
+            if (block % 2 == 0) {
+                cycles.run();
+            } else {
+                PY.withGil(cycles);
             }
         }
     }

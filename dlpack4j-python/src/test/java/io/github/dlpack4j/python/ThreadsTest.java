@@ -3,6 +3,9 @@ package io.github.dlpack4j.python;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.github.dlpack4j.Dlpack;
+import io.github.dlpack4j.ManagedTensor;
+import io.github.dlpack4j.Tensor;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -52,6 +55,87 @@ class ThreadsTest {
             pool.shutdownNow();
         }
         assertThat(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start)).as("seconds for 80,000 calls").isLessThan(60);
+    }
+
+    @Test
+    void eightThreadsHalfOfThemInScopesImportExportAndCallWithRightResultsAndLeaveNothingBehind() throws Exception {
+        PY.exec("""
+                import numpy as np, torch, sys, gc
+                mix_a = np.arange(8.0)
+                mix_t = torch.arange(8.0)
+                def mix_square(x):
+                    return x * x
+                def mix_sum(x):
+                    return float(np.from_dlpack(x).sum())""");
+        PY.exec("gc.collect()");
+        int exportsBefore = Dlpack.liveExports();
+        int instancesBefore = JavaTensorType.liveInstances();
+        long bytesBefore = Dlpack.nativeBytesInUse();
+        long refsA = refcount("mix_a");
+        long refsT = refcount("mix_t");
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        try (PyObject a = PY.getGlobal("mix_a"); PyObject t = PY.getGlobal("mix_t");
+             PyObject square = PY.getGlobal("mix_square"); PyObject sum = PY.getGlobal("mix_sum")) {
+            List<Future<?>> futures = new ArrayList<>();
+            for (int w = 0; w < 8; w++) {
+                boolean scoped = w % 2 == 0;
+                int worker = w;
+                futures.add(pool.submit(() -> {
+                    for (int batch = 0; batch < 20; batch++) {
+                        Runnable work = () -> {
+                            for (int i = 0; i < 100; i++) {
+                                try (ManagedTensor m = PythonDlpack.fromDlpack(i % 2 == 0 ? a : t)) {
+                                    check(m.tensor().getDouble(7), 7.0);
+                                }
+                                try (Tensor j = Tensor.of(new double[] {i, worker}); PyObject o = PythonDlpack.toPython(j)) {
+                                    check((Double) sum.invoke(o), i + worker);
+                                }
+                                try (PyObject r = square.call(i)) {
+                                    check(r.asLong(), (double) i * i);
+                                }
+                            }
+                        };
+                        if (!scoped) {
+                            work.run();
+                        } else if (batch % 4 == 0) { // a scope that lets go of the GIL for a while in the middle
+                            PY.withGil(() -> {
+                                work.run();
+                                PY.allowThreads(() -> javaWork(2));
+                                work.run();
+                            });
+                        } else {
+                            PY.withGil(work);
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : futures) {
+                f.get(120, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        PY.exec("gc.collect()"); // takes the GIL: what the workers queued runs first
+        assertThat(PendingReleases.pendingDeleters()).as("deleters queued").isZero();
+        assertThat(refcount("mix_a")).as("numpy array references").isEqualTo(refsA);
+        assertThat(refcount("mix_t")).as("torch tensor references").isEqualTo(refsT);
+        assertThat(Dlpack.liveExports()).as("live exports").isEqualTo(exportsBefore);
+        assertThat(JavaTensorType.liveInstances()).as("dlpack4j.Tensor objects").isEqualTo(instancesBefore);
+        assertThat(Dlpack.nativeBytesInUse()).as("native bytes").isEqualTo(bytesBefore);
+    }
+
+    /** Throws in a worker, where AssertJ's failure would read the same but cost more per call. */
+    private static void check(double actual, double expected) {
+        if (actual != expected) {
+            throw new AssertionError("expected " + expected + ", got " + actual);
+        }
+    }
+
+    private static long refcount(String name) {
+        try (PyObject n = PY.eval("sys.getrefcount(" + name + ")")) {
+            return n.asLong();
+        }
     }
 
     @Test

@@ -1,0 +1,64 @@
+package io.github.dlpack4j.python;
+
+import io.github.dlpack4j.ManagedTensor;
+import java.util.concurrent.Executor;
+
+/**
+ * Where the deleter of a tensor that a Python producer made runs (the {@code deleterContext} of
+ * {@link ManagedTensor#adoptVersioned(java.lang.foreign.MemorySegment, Executor)}): such deleters may
+ * drop Python references, so they run holding the GIL. On a thread that holds it (inside
+ * {@link Python#withGil}, or Java called from Python) the deleter runs at once; on any other it
+ * goes to {@link PendingReleases}, so that {@code close()} never waits for the GIL, and runs at the
+ * next GIL acquisition or within 20 ms; past the queue's bound, the closing thread takes the GIL
+ * and runs it (with the queued ones) itself. After the JVM's shutdown began it leaks instead.
+ *
+ * <p>One per import: the bound counts bytes ({@link #adopted} records the tensor's), and the object
+ * itself is what waits in the queue, so deferring allocates nothing.
+ */
+final class ProducerDeleter extends PendingReleases.Node implements Executor {
+    /**
+     * The tensor's logical size, written once right after adoption. A close that races with that
+     * write (an unpublished tensor closed by another thread) may read 0: the bound then counts
+     * this tensor as nothing, and the entry bound still applies.
+     */
+    private long bytes;
+    /** The deleter call, kept while it waits in {@link PendingReleases}. */
+    private Runnable due;
+
+    /** Records the size of the adopted tensor; returns it. */
+    ManagedTensor adopted(ManagedTensor m) {
+        var t = m.tensor();
+        bytes = t.numel() * ((t.dtype().bits() * (long) t.dtype().lanes() + 7) / 8);
+        return m;
+    }
+
+    @Override
+    public void execute(Runnable deleter) {
+        if (Python.isShuttingDown()) {
+            return;
+        }
+        if (Gil.isHeld()) {
+            deleter.run();
+            return;
+        }
+        // A virtual thread may not take the GIL: it queues even past the bound, and wakes the flusher.
+        due = deleter;
+        if (PendingReleases.deferDeleter(this, bytes, Thread.currentThread().isVirtual())) {
+            return;
+        }
+        due = null;
+        int g = Gil.acquire(); // runs the queued ones first
+        try {
+            deleter.run();
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    @Override
+    void release() {
+        Runnable d = due;
+        due = null;
+        d.run();
+    }
+}
