@@ -96,8 +96,7 @@ public final class ManagedTensor implements AutoCloseable {
         // Nothing can be read from (so no deleter called for) a pointer that cannot be a struct.
         ForeignTensor.checkPointer(ptr.address(), 8, "managed tensor pointer");
         MemorySegment deleter = ForeignTensor.deleterOf(ptr, versioned);
-        Runnable call = releaseAction(deleter, MemorySegment.ofAddress(ptr.address()));
-        Runnable release = deleterContext == DIRECT ? call : () -> deleterContext.execute(call);
+        Runnable release = new DeleterCall(deleter, ptr.address(), deleterContext);
         ForeignTensor f;
         try {
             f = ForeignTensor.read(ptr, versioned);
@@ -114,16 +113,36 @@ public final class ManagedTensor implements AutoCloseable {
         return new ManagedTensor(versioned, f.version(), f.flags(), view);
     }
 
-    /** Calls the producer's deleter; ours is called directly, without a trip through C. */
-    private static Runnable releaseAction(MemorySegment deleter, MemorySegment self) {
-        if (deleter.address() == 0) {
-            return () -> { };
+    /**
+     * The release action of the adopted memory and the producer's deleter call in one object, so that
+     * adoption allocates one: run by the release, it hands itself to the deleter context (unless that
+     * is {@link #DIRECT}); run by the context, it calls the deleter, ours directly, without a trip
+     * through C. The release runs it once and the context once, so the deleter runs exactly once.
+     */
+    private static final class DeleterCall implements Runnable {
+        private final MemorySegment deleter;
+        private final long self;
+        private final Executor context;
+        /** Written before the hand-over, which happens-before the context runs it (Executor's contract). */
+        private boolean handedOver;
+
+        DeleterCall(MemorySegment deleter, long self, Executor context) {
+            this.deleter = deleter;
+            this.self = self;
+            this.context = context;
         }
-        if (Exports.isOurDeleter(deleter)) {
-            long address = self.address();
-            return () -> Exports.delete(address);
+
+        @Override
+        public void run() {
+            if (context != DIRECT && !handedOver) {
+                handedOver = true;
+                context.execute(this);
+            } else if (Exports.isOurDeleter(deleter)) {
+                Exports.delete(self);
+            } else if (deleter.address() != 0) {
+                NativeMemory.callVoidFunction(deleter, MemorySegment.ofAddress(self));
+            }
         }
-        return () -> NativeMemory.callVoidFunction(deleter, self);
     }
 
     /**

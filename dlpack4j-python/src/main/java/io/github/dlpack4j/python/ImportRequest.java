@@ -130,54 +130,64 @@ public final class ImportRequest {
      *                         used capsule, a malformed tensor, or a copy against {@code copy(false)}
      */
     public ManagedTensor importTensor() {
-        return Gil.with(() -> {
-            MemorySegment o = source.borrow();
-            if (Capsules.isCapsule(o)) {
-                path = ImportPath.CAPSULE;
-                return Capsules.consume(o, copy);
+        // Gil.with spelled out: a hot path, and a lambda here would be one more allocation per import.
+        int g = Gil.acquire();
+        try {
+            return importHoldingGil();
+        } catch (Throwable t) {
+            throw Py.unchecked(t);
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    private ManagedTensor importHoldingGil() throws Throwable {
+        MemorySegment o = source.borrow();
+        if (Capsules.isCapsule(o)) {
+            path = ImportPath.CAPSULE;
+            return Capsules.consume(o, copy);
+        }
+        // The C Exchange API never copies and never moves data: used when neither is asked for,
+        // and kept only when the consumer's work can be ordered after the producer's (the
+        // import itself does not synchronise, so it is safe to drop it otherwise).
+        if (!Boolean.TRUE.equals(copy) && target == null) {
+            ExchangeApi api = ExchangeApi.forObject(o);
+            if (api != null) {
+                ExchangeTensor e = api.importNoSync(o);
+                if (e.producerStream() == 0 || stream.waitFor(e.producerStream())) {
+                    path = ImportPath.EXCHANGE_API;
+                    return e.tensor();
+                }
+                e.close();
             }
-            // The C Exchange API never copies and never moves data: used when neither is asked for,
-            // and kept only when the consumer's work can be ordered after the producer's (the
-            // import itself does not synchronise, so it is safe to drop it otherwise).
-            if (!Boolean.TRUE.equals(copy) && target == null) {
-                ExchangeApi api = ExchangeApi.forObject(o);
-                if (api != null) {
-                    ExchangeTensor e = api.importNoSync(o);
-                    if (e.producerStream() == 0 || stream.waitFor(e.producerStream())) {
-                        path = ImportPath.EXCHANGE_API;
-                        return e.tensor();
-                    }
-                    e.close();
-                }
+        }
+        Long streamArg = stream == DlpackStream.NONE ? null : stream.streamArgument(target != null ? target : device());
+        MemorySegment capsule = callDlpack(o, streamArg, true);
+        path = ImportPath.DLPACK;
+        if (capsule.address() == 0) {
+            PythonException e = Py.fetchError();
+            if (e.pythonType().equals("AttributeError") && !source.hasAttr("__dlpack__")) {
+                throw new DlpackException("object of type " + typeName() + " does not support DLPack (no __dlpack__)");
             }
-            Long streamArg = stream == DlpackStream.NONE ? null : stream.streamArgument(target != null ? target : device());
-            MemorySegment capsule = callDlpack(o, streamArg, true);
-            path = ImportPath.DLPACK;
-            if (capsule.address() == 0) {
-                PythonException e = Py.fetchError();
-                if (e.pythonType().equals("AttributeError") && !source.hasAttr("__dlpack__")) {
-                    throw new DlpackException("object of type " + typeName() + " does not support DLPack (no __dlpack__)");
-                }
-                if (!e.pythonType().equals("TypeError")) {
-                    throw e;
-                }
-                if (Boolean.TRUE.equals(copy) || target != null) {
-                    throw new DlpackException("the producer's __dlpack__ predates DLPack 1.0 (" + e.pythonMessage()
-                            + ") and cannot honour copy=" + copy + " or dl_device=" + target);
-                }
-                capsule = Py.check(callDlpack(o, streamArg, false));
-                path = ImportPath.DLPACK_LEGACY_RETRY;
+            if (!e.pythonType().equals("TypeError")) {
+                throw e;
             }
-            try {
-                if (!Capsules.isCapsule(capsule)) {
-                    throw new DlpackException("__dlpack__ of " + typeName() + " returned " + Py.str(capsule)
-                            + ", not a DLPack capsule");
-                }
-                return Capsules.consume(capsule, copy);
-            } finally {
-                Py.decRef(capsule);
+            if (Boolean.TRUE.equals(copy) || target != null) {
+                throw new DlpackException("the producer's __dlpack__ predates DLPack 1.0 (" + e.pythonMessage()
+                        + ") and cannot honour copy=" + copy + " or dl_device=" + target);
             }
-        });
+            capsule = Py.check(callDlpack(o, streamArg, false));
+            path = ImportPath.DLPACK_LEGACY_RETRY;
+        }
+        try {
+            if (!Capsules.isCapsule(capsule)) {
+                throw new DlpackException("__dlpack__ of " + typeName() + " returned " + Py.str(capsule)
+                        + ", not a DLPack capsule");
+            }
+            return Capsules.consume(capsule, copy);
+        } finally {
+            Py.decRef(capsule);
+        }
     }
 
     /**
