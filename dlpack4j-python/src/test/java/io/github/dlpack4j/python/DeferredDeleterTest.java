@@ -120,16 +120,7 @@ class DeferredDeleterTest {
     }
 
     /** A ctypes producer whose deleter raises (ctypes reports it as unraisable and goes on). */
-    private static final String RAISING_PRODUCER = """
-            import ctypes
-            class DLTensor(ctypes.Structure):
-                _fields_ = [('data', ctypes.c_void_p), ('device_type', ctypes.c_int32), ('device_id', ctypes.c_int32),
-                            ('ndim', ctypes.c_int32), ('code', ctypes.c_uint8), ('bits', ctypes.c_uint8),
-                            ('lanes', ctypes.c_uint16), ('shape', ctypes.c_void_p), ('strides', ctypes.c_void_p),
-                            ('byte_offset', ctypes.c_uint64)]
-            class Versioned(ctypes.Structure):
-                _fields_ = [('major', ctypes.c_uint32), ('minor', ctypes.c_uint32), ('ctx', ctypes.c_void_p),
-                            ('deleter', ctypes.c_void_p), ('flags', ctypes.c_uint64), ('dl', DLTensor)]
+    private static final String RAISING_PRODUCER = CtypesDlpack.STRUCTS + """
             raising_calls = []
             def raising_deleter(p):
                 raising_calls.append(p)
