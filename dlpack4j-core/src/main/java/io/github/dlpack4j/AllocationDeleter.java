@@ -22,7 +22,7 @@ public final class AllocationDeleter implements AutoCloseable {
         handle.close();
     }
 
-    /** Whether {@link #close()} has run. */
+    /** {@return whether {@link #close()} has run} */
     public boolean isClosed() {
         return handle.isClosed();
     }

@@ -103,6 +103,10 @@ public record DataType(DataTypeCode code, int bits, int lanes) {
     /**
      * The dtype with the given C fields.
      *
+     * @param code  the {@code DLDataTypeCode} value
+     * @param bits  bits of one lane
+     * @param lanes vector lanes per element, 1 for scalars
+     * @return the dtype; a shared instance for scalar types
      * @throws DlpackException if DLPack 1.3 does not define that combination
      */
     public static DataType of(int code, int bits, int lanes) {
@@ -137,6 +141,8 @@ public record DataType(DataTypeCode code, int bits, int lanes) {
      * {@code short} → INT16, {@code char} → UINT16, {@code int} → INT32, {@code long} → INT64,
      * {@code float} → FLOAT32, {@code double} → FLOAT64.
      *
+     * @param javaType a primitive class such as {@code float.class}
+     * @return the dtype whose elements that primitive holds
      * @throws IllegalArgumentException for a type that is not one of those
      */
     public static DataType ofJavaType(Class<?> javaType) {
@@ -148,7 +154,7 @@ public record DataType(DataTypeCode code, int bits, int lanes) {
         return t;
     }
 
-    /** The Java primitive type of {@link #ofJavaType}'s table that maps to this dtype, if any. */
+    /** {@return the Java primitive type of {@link #ofJavaType}'s table that maps to this dtype, if any} */
     public Optional<Class<?>> javaType() {
         for (Map.Entry<Class<?>, DataType> e : JAVA_TO_DTYPE.entrySet()) {
             if (e.getValue().equals(this)) {
@@ -158,19 +164,19 @@ public record DataType(DataTypeCode code, int bits, int lanes) {
         return Optional.empty();
     }
 
-    /** Bits of one element: {@code bits * lanes}. */
+    /** {@return bits of one element: {@code bits * lanes}} */
     public int bitsPerElement() {
         return bits * lanes;
     }
 
-    /** Whether one element takes less than a byte (FP4, FP6, sub-byte integers). */
+    /** {@return whether one element takes less than a byte (FP4, FP6, sub-byte integers)} */
     public boolean isSubByte() {
         return bitsPerElement() < 8;
     }
 
     /**
-     * Bytes one element occupies when it is not packed: {@code (bits * lanes + 7) / 8}. This is
-     * also the unit of strides for every type that is not packed.
+     * {@return bytes one element occupies when it is not packed: {@code (bits * lanes + 7) / 8}} This
+     * is also the unit of strides for every type that is not packed.
      */
     public int byteSize() {
         return (bitsPerElement() + 7) / 8;
@@ -180,6 +186,9 @@ public record DataType(DataTypeCode code, int bits, int lanes) {
      * Bytes that {@code count} compactly stored elements occupy: packed for sub-byte types unless
      * {@code padded}, whole bytes otherwise.
      *
+     * @param count  number of elements
+     * @param padded whether sub-byte elements take a whole byte each (ignored for other types)
+     * @return the size in bytes, rounded up to a whole byte
      * @throws ArithmeticException if the size overflows a {@code long}
      */
     public long storageBytes(long count, boolean padded) {

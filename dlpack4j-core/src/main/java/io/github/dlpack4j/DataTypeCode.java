@@ -47,7 +47,7 @@ public enum DataTypeCode {
         this.code = code;
     }
 
-    /** The C enum value. */
+    /** {@return the C enum value} */
     public int code() {
         return code;
     }
@@ -55,6 +55,8 @@ public enum DataTypeCode {
     /**
      * The type code with the given C value.
      *
+     * @param code a {@code DLDataTypeCode} value
+     * @return the constant for that value
      * @throws DlpackException if DLPack 1.3 has no such code
      */
     public static DataTypeCode of(int code) {

@@ -53,7 +53,7 @@ public enum DeviceType {
         this.code = code;
     }
 
-    /** The C enum value. */
+    /** {@return the C enum value} */
     public int code() {
         return code;
     }
@@ -61,6 +61,8 @@ public enum DeviceType {
     /**
      * The device type with the given C code.
      *
+     * @param code a {@code DLDeviceType} value
+     * @return the constant for that value
      * @throws DlpackException if no device type of DLPack 1.3 has that code
      */
     public static DeviceType of(int code) {
@@ -72,8 +74,8 @@ public enum DeviceType {
     }
 
     /**
-     * Whether the CPU can read and write this memory directly: host memory, pinned host memory and
-     * CUDA managed memory.
+     * {@return whether the CPU can read and write this memory directly} True for host memory, pinned
+     * host memory and CUDA managed memory.
      */
     public boolean isHostAccessible() {
         return this == CPU || this == CUDA_HOST || this == ROCM_HOST || this == CUDA_MANAGED;

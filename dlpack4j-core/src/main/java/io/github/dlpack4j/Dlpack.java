@@ -18,6 +18,8 @@ public final class Dlpack {
      * A new {@code DLManagedTensorVersioned*} (version 1.3) for {@code t}; {@code READ_ONLY} is set for
      * a read-only tensor.
      *
+     * @param t the tensor to share; the export keeps its memory alive after {@code t} is closed
+     * @return the struct, owned by the consumer, which must call its deleter exactly once
      * @throws IllegalStateException if {@code t} is closed
      */
     public static MemorySegment exportVersioned(Tensor t) {
@@ -29,7 +31,11 @@ public final class Dlpack {
      * and/or {@link DlpackFlags#READ_ONLY}, for producers that made {@code t} as a copy or want the
      * consumer not to write.
      *
+     * @param t     the tensor to share; the export keeps its memory alive after {@code t} is closed
+     * @param flags {@code IS_COPIED} and/or {@code READ_ONLY}, added to those {@code t} implies
+     * @return the struct, owned by the consumer, which must call its deleter exactly once
      * @throws IllegalArgumentException for any other flag
+     * @throws IllegalStateException    if {@code t} is closed
      */
     public static MemorySegment exportVersioned(Tensor t, long flags) {
         if ((flags & ~(DlpackFlags.IS_COPIED | DlpackFlags.READ_ONLY)) != 0) {
@@ -44,6 +50,8 @@ public final class Dlpack {
      * legacy struct has no flags, so read-only and padded sub-byte tensors cannot go out this way
      * (NumPy refuses the same with {@code BufferError}).
      *
+     * @param t the tensor to share; the export keeps its memory alive after {@code t} is closed
+     * @return the struct, owned by the consumer, which must call its deleter exactly once
      * @throws IllegalStateException if {@code t} is closed
      * @throws DlpackException       if {@code t} is read-only or holds padded sub-byte data
      */
@@ -51,14 +59,14 @@ public final class Dlpack {
         return Exports.export(t, false, 0);
     }
 
-    /** Exports whose deleter has not run yet. */
+    /** {@return the number of exports whose deleter has not run yet} */
     public static int liveExports() {
         return Exports.liveCount();
     }
 
     /**
-     * Bytes of native memory this library holds now: tensor data and export structs (those a
-     * tensor keeps for reuse included, until it is closed or collected).
+     * {@return bytes of native memory this library holds now} They count tensor data and export
+     * structs (those a tensor keeps for reuse included, until it is closed or collected).
      */
     public static long nativeBytesInUse() {
         return NativeMemory.bytesInUse();
@@ -70,12 +78,14 @@ public final class Dlpack {
      * JVM while consumers still hold exports (a Python process with JPype at exit), so that their
      * later deletion skips the deleter instead of calling into a JVM that is gone. There is no
      * undoing it. {@code Python.attach()} arranges this by itself.
+     *
+     * @return the number of exports that were live, whose memory is now leaked on purpose
      */
     public static int abandonLiveExports() {
         return Exports.abandonAll();
     }
 
-    /** The address of the deleter every export carries. */
+    /** {@return the address of the deleter every export carries} */
     public static MemorySegment deleter() {
         return Exports.DELETER;
     }

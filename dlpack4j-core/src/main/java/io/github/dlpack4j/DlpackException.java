@@ -10,12 +10,21 @@ package io.github.dlpack4j;
 public class DlpackException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    /** An exception with the given message. */
+    /**
+     * An exception with the given message.
+     *
+     * @param message names the offending field or request and its value
+     */
     public DlpackException(String message) {
         super(message);
     }
 
-    /** An exception with the given message and cause. */
+    /**
+     * An exception with the given message and cause.
+     *
+     * @param message names the offending field or request and its value
+     * @param cause   the failure that revealed it, e.g. an out-of-bounds read of the struct
+     */
     public DlpackException(String message, Throwable cause) {
         super(message, cause);
     }

@@ -16,16 +16,16 @@ import java.lang.foreign.MemorySegment;
  * and must be safe for that.
  */
 public interface DlpackExporter {
-    /** Where the data lives ({@code __dlpack_device__}). */
+    /** {@return where the data lives ({@code __dlpack_device__})} */
     Device device();
 
-    /** The element type, for descriptions. */
+    /** {@return the element type, for descriptions} */
     DataType dtype();
 
-    /** The extent of each dimension, for descriptions. */
+    /** {@return the extent of each dimension, for descriptions} */
     long[] shape();
 
-    /** The {@link DlpackFlags} every export carries: {@code READ_ONLY} matters before an export is made. */
+    /** {@return the {@link DlpackFlags} every export carries} {@code READ_ONLY} matters before an export is made. */
     long flags();
 
     /**
@@ -35,6 +35,8 @@ public interface DlpackExporter {
      * ({@code copy() == TRUE}), in which case it holds a copy and, versioned, carries
      * {@link DlpackFlags#IS_COPIED}. It must never copy when {@code copy() == FALSE}.
      *
+     * @param request what the consumer asked for: ABI, device, stream and copy, already validated
+     * @return the new struct; the caller owns it and calls its deleter exactly once
      * @throws DlpackException when this exporter cannot honour the request (Python sees a
      *                         {@code BufferError}); any other exception is a failure (a
      *                         {@code RuntimeError} there)

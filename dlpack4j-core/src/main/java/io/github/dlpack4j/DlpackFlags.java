@@ -16,7 +16,12 @@ public final class DlpackFlags {
 
     private DlpackFlags() {}
 
-    /** The names of the set bits, e.g. {@code "READ_ONLY|IS_COPIED"}, or {@code "0"}. */
+    /**
+     * The names of the set bits, e.g. {@code "READ_ONLY|IS_COPIED"}, or {@code "0"}.
+     *
+     * @param flags a {@code flags} field of a DLPack struct; undefined bits are shown too
+     * @return the names joined by {@code |}
+     */
     public static String toString(long flags) {
         StringBuilder sb = new StringBuilder();
         if ((flags & READ_ONLY) != 0) sb.append("READ_ONLY|");

@@ -56,6 +56,9 @@ public final class ManagedTensor implements AutoCloseable {
     /**
      * Adopts a {@code DLManagedTensorVersioned*}: takes ownership of it whether or not this succeeds.
      *
+     * @param ptr the producer's struct; its deleter runs once the returned handle is closed and
+     *            every export of its tensor was deleted
+     * @return a handle that owns the struct and gives its {@link #tensor()}
      * @throws DlpackException if a field breaks DLPack 1.x (major version other than 1, negative or
      *                         huge ndim, negative extents, overflowing shape or strides, NULL data with
      *                         elements, unknown dtype or device, undefined flags); the deleter has run
@@ -70,6 +73,13 @@ public final class ManagedTensor implements AutoCloseable {
      * is given the deleter call when it is due (once), and must run it exactly once, holding a lock or
      * Python's GIL for example, before returning or later (views are unusable from the moment it is
      * given, whenever it runs).
+     *
+     * @param ptr            the producer's struct, validated and owned as by {@link #adoptVersioned(MemorySegment)}
+     * @param deleterContext runs the deleter call it is given, exactly once
+     * @return a handle that owns the struct and gives its {@link #tensor()}
+     * @throws DlpackException      if a field breaks DLPack 1.x; the deleter has been handed to
+     *                              {@code deleterContext}
+     * @throws NullPointerException if {@code ptr} is NULL
      */
     public static ManagedTensor adoptVersioned(MemorySegment ptr, Executor deleterContext) {
         return adopt(ptr, true, deleterContext);
@@ -78,12 +88,26 @@ public final class ManagedTensor implements AutoCloseable {
     /**
      * Adopts a legacy {@code DLManagedTensor*} (DLPack before 1.0: no version, no flags), with the
      * same validation and ownership rules as {@link #adoptVersioned}.
+     *
+     * @param ptr the producer's legacy struct; owned from this call on, as in {@link #adoptVersioned}
+     * @return a handle that owns the struct and gives its {@link #tensor()}
+     * @throws DlpackException      if a field breaks DLPack; the deleter has run
+     * @throws NullPointerException if {@code ptr} is NULL
      */
     public static ManagedTensor adoptLegacy(MemorySegment ptr) {
         return adopt(ptr, false, DIRECT);
     }
 
-    /** {@link #adoptLegacy(MemorySegment)} with a context for the deleter, as {@link #adoptVersioned(MemorySegment, Executor)}. */
+    /**
+     * {@link #adoptLegacy(MemorySegment)} with a context for the deleter, as {@link #adoptVersioned(MemorySegment, Executor)}.
+     *
+     * @param ptr            the producer's legacy struct, owned from this call on
+     * @param deleterContext runs the deleter call it is given, exactly once
+     * @return a handle that owns the struct and gives its {@link #tensor()}
+     * @throws DlpackException      if a field breaks DLPack; the deleter has been handed to
+     *                              {@code deleterContext}
+     * @throws NullPointerException if {@code ptr} is NULL
+     */
     public static ManagedTensor adoptLegacy(MemorySegment ptr, Executor deleterContext) {
         return adopt(ptr, false, deleterContext);
     }
@@ -148,6 +172,7 @@ public final class ManagedTensor implements AutoCloseable {
     /**
      * The zero-copy tensor over the producer's memory.
      *
+     * @return the same view on every call; not owning, so closing it does not release the struct
      * @throws IllegalStateException after {@link #close()} or {@link #intoDeleter()}
      */
     public Tensor tensor() {
@@ -160,17 +185,17 @@ public final class ManagedTensor implements AutoCloseable {
         return tensor;
     }
 
-    /** Whether the struct was a {@code DLManagedTensorVersioned}. */
+    /** {@return whether the struct was a {@code DLManagedTensorVersioned}} */
     public boolean isVersioned() {
         return versioned;
     }
 
-    /** The producer's DLPack version; {@code 0.0} for a legacy struct, which carries none. */
+    /** {@return the producer's DLPack version; {@code 0.0} for a legacy struct, which carries none} */
     public DlpackVersion version() {
         return version;
     }
 
-    /** The producer's {@link DlpackFlags}; 0 for a legacy struct. */
+    /** {@return the producer's {@link DlpackFlags}; 0 for a legacy struct} */
     public long flags() {
         return flags;
     }
@@ -180,6 +205,7 @@ public final class ManagedTensor implements AutoCloseable {
      * container that adopts the data pointer and metadata read from {@link #tensor()}. This handle
      * becomes unusable; tensors already taken from it stay valid until the deleter runs.
      *
+     * @return the new owner of the deleter call; closing it runs the deleter (or lets the last export do so)
      * @throws IllegalStateException if closed or moved already
      */
     public AllocationDeleter intoDeleter() {

@@ -134,7 +134,9 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     /**
      * A new compact tensor of zeros. Sub-byte types are packed.
      *
+     * @param dtype the element type
      * @param shape the extent of each dimension; none for a scalar
+     * @return a new owning tensor on the CPU; the caller closes it
      */
     public static Tensor zeros(DataType dtype, long... shape) {
         Tensor t = allocate(dtype, shape);
@@ -153,42 +155,98 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return new Tensor(m, h, true, 0, s, Shapes.rowMajorStrides(s), dtype, Device.CPU, false, false);
     }
 
-    /** A FLOAT64 tensor holding a copy of {@code values} in row-major order; no shape means 1-d. */
+    /**
+     * A FLOAT64 tensor holding a copy of {@code values} in row-major order; no shape means 1-d.
+     *
+     * @param values the elements in row-major order
+     * @param shape  the extent of each dimension, whose product must be {@code values.length}
+     * @return a new owning tensor; the caller closes it
+     * @throws IllegalArgumentException if {@code shape} holds another number of elements
+     */
     public static Tensor of(double[] values, long... shape) {
         return fromArray(DataType.FLOAT64, values, values.length, shape, JAVA_DOUBLE_UNALIGNED);
     }
 
-    /** A FLOAT32 tensor holding a copy of {@code values}; no shape means 1-d. */
+    /**
+     * A FLOAT32 tensor holding a copy of {@code values}; no shape means 1-d.
+     *
+     * @param values the elements in row-major order
+     * @param shape  the extent of each dimension, whose product must be {@code values.length}
+     * @return a new owning tensor; the caller closes it
+     * @throws IllegalArgumentException if {@code shape} holds another number of elements
+     */
     public static Tensor of(float[] values, long... shape) {
         return fromArray(DataType.FLOAT32, values, values.length, shape, JAVA_FLOAT_UNALIGNED);
     }
 
-    /** An INT64 tensor holding a copy of {@code values}; no shape means 1-d. */
+    /**
+     * An INT64 tensor holding a copy of {@code values}; no shape means 1-d.
+     *
+     * @param values the elements in row-major order
+     * @param shape  the extent of each dimension, whose product must be {@code values.length}
+     * @return a new owning tensor; the caller closes it
+     * @throws IllegalArgumentException if {@code shape} holds another number of elements
+     */
     public static Tensor of(long[] values, long... shape) {
         return fromArray(DataType.INT64, values, values.length, shape, JAVA_LONG_UNALIGNED);
     }
 
-    /** An INT32 tensor holding a copy of {@code values}; no shape means 1-d. */
+    /**
+     * An INT32 tensor holding a copy of {@code values}; no shape means 1-d.
+     *
+     * @param values the elements in row-major order
+     * @param shape  the extent of each dimension, whose product must be {@code values.length}
+     * @return a new owning tensor; the caller closes it
+     * @throws IllegalArgumentException if {@code shape} holds another number of elements
+     */
     public static Tensor of(int[] values, long... shape) {
         return fromArray(DataType.INT32, values, values.length, shape, JAVA_INT_UNALIGNED);
     }
 
-    /** An INT16 tensor holding a copy of {@code values}; no shape means 1-d. */
+    /**
+     * An INT16 tensor holding a copy of {@code values}; no shape means 1-d.
+     *
+     * @param values the elements in row-major order
+     * @param shape  the extent of each dimension, whose product must be {@code values.length}
+     * @return a new owning tensor; the caller closes it
+     * @throws IllegalArgumentException if {@code shape} holds another number of elements
+     */
     public static Tensor of(short[] values, long... shape) {
         return fromArray(DataType.INT16, values, values.length, shape, JAVA_SHORT_UNALIGNED);
     }
 
-    /** An INT8 tensor holding a copy of {@code values}; no shape means 1-d. */
+    /**
+     * An INT8 tensor holding a copy of {@code values}; no shape means 1-d.
+     *
+     * @param values the elements in row-major order
+     * @param shape  the extent of each dimension, whose product must be {@code values.length}
+     * @return a new owning tensor; the caller closes it
+     * @throws IllegalArgumentException if {@code shape} holds another number of elements
+     */
     public static Tensor of(byte[] values, long... shape) {
         return fromArray(DataType.INT8, values, values.length, shape, JAVA_BYTE);
     }
 
-    /** A UINT16 tensor holding a copy of {@code values}; no shape means 1-d. */
+    /**
+     * A UINT16 tensor holding a copy of {@code values}; no shape means 1-d.
+     *
+     * @param values the elements in row-major order
+     * @param shape  the extent of each dimension, whose product must be {@code values.length}
+     * @return a new owning tensor; the caller closes it
+     * @throws IllegalArgumentException if {@code shape} holds another number of elements
+     */
     public static Tensor of(char[] values, long... shape) {
         return fromArray(DataType.UINT16, values, values.length, shape, ValueLayout.JAVA_CHAR_UNALIGNED);
     }
 
-    /** A BOOL tensor (one byte per element, 0 or 1) holding {@code values}; no shape means 1-d. */
+    /**
+     * A BOOL tensor (one byte per element, 0 or 1) holding {@code values}; no shape means 1-d.
+     *
+     * @param values the elements in row-major order
+     * @param shape  the extent of each dimension, whose product must be {@code values.length}
+     * @return a new owning tensor; the caller closes it
+     * @throws IllegalArgumentException if {@code shape} holds another number of elements
+     */
     public static Tensor of(boolean[] values, long... shape) {
         byte[] bytes = new byte[values.length];
         for (int i = 0; i < values.length; i++) {
@@ -211,6 +269,12 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     /**
      * A compact row-major view of memory the caller owns. The tensor borrows {@code segment}: the
      * segment's arena decides how long the data lives, and must outlive every export of it.
+     *
+     * @param segment native memory holding the elements from its first byte on
+     * @param dtype   the element type
+     * @param shape   the extent of each dimension; none for a scalar
+     * @return a tensor that borrows {@code segment}; read-only if the segment is
+     * @throws IllegalArgumentException if the elements do not fit in the segment, or it is a heap segment
      */
     public static Tensor wrap(MemorySegment segment, DataType dtype, long... shape) {
         return wrap(segment, 0, dtype, shape, Shapes.rowMajorStrides(shape));
@@ -221,7 +285,14 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * into {@code segment}, strides in elements (negative and zero allowed). Every reachable element
      * must lie inside the segment. Sub-byte types must be compact.
      *
-     * @throws IllegalArgumentException if an element would lie outside the segment
+     * @param segment    native memory holding the elements
+     * @param byteOffset where element {@code [0, ..., 0]} lies, in bytes from the segment's start
+     * @param dtype      the element type
+     * @param shape      the extent of each dimension
+     * @param strides    the step of each dimension in elements, as many as {@code shape} has
+     * @return a tensor that borrows {@code segment}; read-only if the segment is
+     * @throws IllegalArgumentException if an element would lie outside the segment, the lengths of
+     *                                  {@code shape} and {@code strides} differ, or it is a heap segment
      */
     public static Tensor wrap(MemorySegment segment, long byteOffset, DataType dtype, long[] shape, long[] strides) {
         return wrapped(segment, byteOffset, dtype, shape, strides, null);
@@ -240,7 +311,13 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * reaches the caller of the {@code close()} that ran it (a deleter prints it instead: nothing is
      * thrown into C). Arguments as in {@link #wrap(MemorySegment, long, DataType, long[], long[])}.
      *
-     * @param release gives the memory back; called at most once, from any thread
+     * @param segment    native memory holding the elements, in a global scope
+     * @param byteOffset where element {@code [0, ..., 0]} lies, in bytes from the segment's start
+     * @param dtype      the element type
+     * @param shape      the extent of each dimension
+     * @param strides    the step of each dimension in elements, as many as {@code shape} has
+     * @param release    gives the memory back; called at most once, from any thread
+     * @return an owning tensor that holds the caller's reference; the caller closes it
      * @throws IllegalArgumentException if an element would lie outside the segment; {@code release}
      *                                  has not run then, and the reference is still the caller's
      */
@@ -297,7 +374,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return shape.clone();
     }
 
-    /** The stride of each dimension in elements (a copy). */
+    /** {@return the stride of each dimension in elements (a copy)} */
     public long[] strides() {
         return strides.clone();
     }
@@ -312,27 +389,27 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return device;
     }
 
-    /** The number of dimensions. */
+    /** {@return the number of dimensions} */
     public int ndim() {
         return shape.length;
     }
 
-    /** The number of elements: the product of the shape (1 for a scalar). */
+    /** {@return the number of elements: the product of the shape (1 for a scalar)} */
     public long numel() {
         return numel;
     }
 
-    /** Whether writes are refused. */
+    /** {@return whether writes are refused} */
     public boolean isReadOnly() {
         return readOnly;
     }
 
-    /** Whether the elements are compact in row-major order (dimensions of extent 1 ignored). */
+    /** {@return whether the elements are compact in row-major order (dimensions of extent 1 ignored)} */
     public boolean isContiguous() {
         return Shapes.isRowMajor(shape, strides);
     }
 
-    /** Whether sub-byte elements are padded to one byte each instead of packed. */
+    /** {@return whether sub-byte elements are padded to one byte each instead of packed} */
     public boolean isSubBytePadded() {
         return paddedSubByte;
     }
@@ -379,14 +456,16 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return Exports.export(this, request.versioned(), 0);
     }
 
-    /** Whether {@link #close()} was called on this tensor or on the tensor it is a view of. */
+    /** {@return whether {@link #close()} was called on this tensor or on the tensor it is a view of} */
     public boolean isClosed() {
         return handle.isClosed() || !memory.isAlive();
     }
 
     /**
-     * The address of element {@code [0, ..., 0]}, on whatever device the tensor lives (a device
-     * pointer for CUDA). For handing to native code; the tensor must stay open while it is used.
+     * {@return the address of element {@code [0, ..., 0]}, on whatever device the tensor lives} (A
+     * device pointer for CUDA.) For handing to native code; the tensor must stay open while it is used.
+     *
+     * @throws IllegalStateException if the tensor is closed
      */
     public long dataPointer() {
         checkOpen();
@@ -400,6 +479,8 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * (or its owner) reachable while you use the segment: an owner that was never closed is released
      * by the cleaner once unreachable, and the segment then fails, safely, like a closed one.
      *
+     * @return a segment over the tensor's memory, not a copy
+     * @throws IllegalStateException         if the tensor is closed
      * @throws UnsupportedOperationException if the tensor lives on a device the CPU cannot address
      */
     public MemorySegment data() {
@@ -429,6 +510,9 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * FLOAT32), without copying. Like DLPack.jl's typed {@code unsafe_wrap}, it refuses a dtype that is
      * not {@code elementType}'s ({@link DataType#ofJavaType}) or data that is not contiguous.
      *
+     * @param elementType a primitive class such as {@code float.class}
+     * @return the tensor's memory, read-only for a read-only tensor
+     * @throws IllegalArgumentException if {@code elementType} is not a primitive with a dtype
      * @throws DlpackException naming both the tensor's dtype and layout and the requested type
      */
     public MemorySegment asSegment(Class<?> elementType) {
@@ -444,6 +528,10 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * any dtype. The data must be contiguous. The buffer is read-only for a read-only tensor and
      * fails with {@link IllegalStateException} once the memory is released.
      *
+     * @param <B>        the buffer class
+     * @param bufferType {@code ByteBuffer.class} or one of the typed buffer classes above
+     * @return a buffer over the tensor's memory, positioned at its first byte
+     * @throws IllegalArgumentException if {@code bufferType} is none of those
      * @throws DlpackException naming both the tensor's dtype and layout and the requested type
      */
     public <B extends Buffer> B asBuffer(Class<B> bufferType) {
@@ -476,7 +564,11 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
 
     // ---------------------------------------------------------------- elements
 
-    /** The element at {@code index} as a double (the real part of a complex, 0/1 for bool). */
+    /**
+     * {@return the element at {@code index} as a double (the real part of a complex, 0/1 for bool)}
+     *
+     * @param index one position per dimension, each within its extent
+     */
     public double getDouble(long... index) {
         long pos = position(index);
         MemoryOwner m = enterRead();
@@ -487,14 +579,20 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         }
     }
 
-    /** The element at {@code index} as a float. */
+    /**
+     * {@return the element at {@code index} as a float}
+     *
+     * @param index one position per dimension, each within its extent
+     */
     public float getFloat(long... index) {
         return (float) getDouble(index);
     }
 
     /**
-     * The element at {@code index} as a long: integers exactly (UINT64 as its two's complement
-     * bits), floating point truncated toward zero, bool as 0/1.
+     * {@return the element at {@code index} as a long} Integers exactly (UINT64 as its two's
+     * complement bits), floating point truncated toward zero, bool as 0/1.
+     *
+     * @param index one position per dimension, each within its extent
      */
     public long getLong(long... index) {
         long pos = position(index);
@@ -506,12 +604,20 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         }
     }
 
-    /** The element at {@code index} as a boolean: whether it is non-zero. */
+    /**
+     * {@return the element at {@code index} as a boolean: whether it is non-zero}
+     *
+     * @param index one position per dimension, each within its extent
+     */
     public boolean getBoolean(long... index) {
         return access.isComplex() ? getDouble(index) != 0 || getImag(index) != 0 : getDouble(index) != 0;
     }
 
-    /** The imaginary part of the complex element at {@code index}; 0 for real dtypes. */
+    /**
+     * {@return the imaginary part of the complex element at {@code index}; 0 for real dtypes}
+     *
+     * @param index one position per dimension, each within its extent
+     */
     public double getImag(long... index) {
         long pos = position(index);
         MemoryOwner m = enterRead();
@@ -522,7 +628,13 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         }
     }
 
-    /** Stores {@code value} at {@code index}, converted to the dtype (rounded to nearest for small floats). */
+    /**
+     * Stores {@code value} at {@code index}, converted to the dtype (rounded to nearest for small floats).
+     *
+     * @param value the number to store
+     * @param index one position per dimension, each within its extent
+     * @throws UnsupportedOperationException if the tensor is read-only
+     */
     public void setDouble(double value, long... index) {
         long pos = position(index);
         MemoryOwner m = enterWrite();
@@ -533,7 +645,13 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         }
     }
 
-    /** Stores {@code value} at {@code index}, converted to the dtype (integers keep their low bits). */
+    /**
+     * Stores {@code value} at {@code index}, converted to the dtype (integers keep their low bits).
+     *
+     * @param value the number to store
+     * @param index one position per dimension, each within its extent
+     * @throws UnsupportedOperationException if the tensor is read-only
+     */
     public void setLong(long value, long... index) {
         long pos = position(index);
         MemoryOwner m = enterWrite();
@@ -544,12 +662,25 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         }
     }
 
-    /** Stores {@code value} at {@code index} as 1 or 0 in the dtype. */
+    /**
+     * Stores {@code value} at {@code index} as 1 or 0 in the dtype.
+     *
+     * @param value true for 1, false for 0
+     * @param index one position per dimension, each within its extent
+     * @throws UnsupportedOperationException if the tensor is read-only
+     */
     public void setBoolean(boolean value, long... index) {
         setLong(value ? 1 : 0, index);
     }
 
-    /** Stores a complex value at {@code index}; real dtypes keep only {@code real}. */
+    /**
+     * Stores a complex value at {@code index}; real dtypes keep only {@code real}.
+     *
+     * @param real  the real part
+     * @param imag  the imaginary part, dropped by real dtypes
+     * @param index one position per dimension, each within its extent
+     * @throws UnsupportedOperationException if the tensor is read-only
+     */
     public void setComplex(double real, double imag, long... index) {
         long pos = position(index);
         MemoryOwner m = enterWrite();
@@ -562,7 +693,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
 
     // ---------------------------------------------------------------- bulk copy-out
 
-    /** Every element as a double, in row-major order. Complex elements give their real parts. */
+    /** {@return every element as a double, in row-major order} Complex elements give their real parts. */
     public double[] toDoubleArray() {
         double[] out = new double[arrayLength(1)];
         if (dtype.equals(DataType.FLOAT64) && isContiguous()) {
@@ -572,7 +703,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return out;
     }
 
-    /** Every complex element as interleaved (real, imaginary) pairs, in row-major order. */
+    /** {@return every complex element as interleaved (real, imaginary) pairs, in row-major order} */
     public double[] toComplexArray() {
         double[] out = new double[arrayLength(2)];
         readEach((i, pos) -> {
@@ -582,7 +713,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return out;
     }
 
-    /** Every element as a float, in row-major order. */
+    /** {@return every element as a float, in row-major order} */
     public float[] toFloatArray() {
         float[] out = new float[arrayLength(1)];
         if (dtype.equals(DataType.FLOAT32) && isContiguous()) {
@@ -592,7 +723,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return out;
     }
 
-    /** Every element as a long (see {@link #getLong}), in row-major order. */
+    /** {@return every element as a long (see {@link #getLong}), in row-major order} */
     public long[] toLongArray() {
         long[] out = new long[arrayLength(1)];
         if (dtype.equals(DataType.INT64) && isContiguous()) {
@@ -602,7 +733,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return out;
     }
 
-    /** Every element as an int (the low 32 bits of {@link #getLong}), in row-major order. */
+    /** {@return every element as an int (the low 32 bits of {@link #getLong}), in row-major order} */
     public int[] toIntArray() {
         int[] out = new int[arrayLength(1)];
         if (dtype.equals(DataType.INT32) && isContiguous()) {
@@ -612,7 +743,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return out;
     }
 
-    /** Every element as a short (the low 16 bits of {@link #getLong}), in row-major order. */
+    /** {@return every element as a short (the low 16 bits of {@link #getLong}), in row-major order} */
     public short[] toShortArray() {
         short[] out = new short[arrayLength(1)];
         if (dtype.equals(DataType.INT16) && isContiguous()) {
@@ -622,7 +753,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return out;
     }
 
-    /** Every element as a char (the low 16 bits of {@link #getLong}, e.g. UINT16), in row-major order. */
+    /** {@return every element as a char (the low 16 bits of {@link #getLong}, e.g. UINT16), in row-major order} */
     public char[] toCharArray() {
         char[] out = new char[arrayLength(1)];
         if (dtype.equals(DataType.UINT16) && isContiguous()) {
@@ -632,7 +763,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return out;
     }
 
-    /** Every element as a byte (the low 8 bits of {@link #getLong}), in row-major order. */
+    /** {@return every element as a byte (the low 8 bits of {@link #getLong}), in row-major order} */
     public byte[] toByteArray() {
         byte[] out = new byte[arrayLength(1)];
         if ((dtype.equals(DataType.INT8) || dtype.equals(DataType.UINT8)) && isContiguous()) {
@@ -642,7 +773,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return out;
     }
 
-    /** Every element as a boolean (non-zero), in row-major order. */
+    /** {@return every element as a boolean (non-zero), in row-major order} */
     public boolean[] toBooleanArray() {
         boolean[] out = new boolean[arrayLength(1)];
         readEach((i, pos) -> out[(int) i] = access.getDouble(memory.base, pos) != 0 || access.getImag(memory.base, pos) != 0);
@@ -678,6 +809,12 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * The elements {@code start, start+step, ...} before {@code stop} of dimension {@code dim}, with
      * Python's rules: negative indices count from the end, bounds are clipped, a negative step walks
      * backwards ({@code slice(0, -1, Long.MIN_VALUE, -1)} is {@code a[::-1]}).
+     *
+     * @param dim   the dimension to slice; negative counts from the last
+     * @param start the first index taken
+     * @param stop  the index before which to stop (exclusive)
+     * @param step  the distance between taken indices; not 0
+     * @return a view sharing this tensor's memory
      */
     public Tensor slice(int dim, long start, long stop, long step) {
         int d = checkDim(dim);
@@ -689,7 +826,14 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return view(offsetOf(d, r[0]), s, st, readOnly);
     }
 
-    /** The sub-tensor at {@code index} of dimension {@code dim}, which disappears (negative counts from the end). */
+    /**
+     * The sub-tensor at {@code index} of dimension {@code dim}, which disappears (negative counts from the end).
+     *
+     * @param dim   the dimension to remove; negative counts from the last
+     * @param index the position kept along {@code dim}
+     * @return a view with one dimension fewer, sharing this tensor's memory
+     * @throws IndexOutOfBoundsException if {@code index} is outside the dimension
+     */
     public Tensor select(int dim, long index) {
         int d = checkDim(dim);
         long i = index < 0 ? index + shape[d] : index;
@@ -699,7 +843,12 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return view(offsetOf(d, i), Shapes.remove(shape, d), Shapes.remove(strides, d), readOnly);
     }
 
-    /** Dimension {@code dim} in reverse order (a negative stride). */
+    /**
+     * Dimension {@code dim} in reverse order (a negative stride).
+     *
+     * @param dim the dimension to reverse; negative counts from the last
+     * @return a view sharing this tensor's memory
+     */
     public Tensor flip(int dim) {
         int d = checkDim(dim);
         long[] st = strides.clone();
@@ -707,7 +856,13 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return view(offsetOf(d, Math.max(shape[d] - 1, 0)), shape.clone(), st, readOnly);
     }
 
-    /** The dimensions in the order {@code dims} (a permutation of {@code 0..ndim-1}). */
+    /**
+     * The dimensions in the order {@code dims} (a permutation of {@code 0..ndim-1}).
+     *
+     * @param dims for each dimension of the result, the dimension of this tensor it takes
+     * @return a view sharing this tensor's memory
+     * @throws IllegalArgumentException if {@code dims} is not a permutation
+     */
     public Tensor permute(int... dims) {
         if (dims.length != shape.length) {
             throw new IllegalArgumentException("permute needs " + shape.length + " dimensions, got " + Arrays.toString(dims));
@@ -727,7 +882,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return view(offset, s, st, readOnly);
     }
 
-    /** All dimensions reversed, as NumPy's {@code a.T}. */
+    /** {@return a view with all dimensions reversed, as NumPy's {@code a.T}} */
     public Tensor transpose() {
         int[] dims = new int[shape.length];
         for (int i = 0; i < dims.length; i++) {
@@ -736,7 +891,13 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return permute(dims);
     }
 
-    /** Dimensions {@code a} and {@code b} swapped. */
+    /**
+     * Dimensions {@code a} and {@code b} swapped.
+     *
+     * @param a one dimension; negative counts from the last
+     * @param b the other dimension; negative counts from the last
+     * @return a view sharing this tensor's memory
+     */
     public Tensor transpose(int a, int b) {
         int[] dims = new int[shape.length];
         for (int i = 0; i < dims.length; i++) {
@@ -751,6 +912,8 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * The same elements in a new shape, in row-major order, without copying; one extent may be -1
      * to be inferred.
      *
+     * @param newShape the extent of each dimension of the result
+     * @return a view sharing this tensor's memory
      * @throws IllegalArgumentException if the element count differs, or the strides cannot express
      *                                  the new shape (then {@code copy().reshape(...)} works)
      */
@@ -771,6 +934,10 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     /**
      * This tensor repeated along new or extent-1 dimensions by zero strides, as NumPy's
      * {@code broadcast_to}. The result is read-only, since its elements alias each other.
+     *
+     * @param newShape the extent of each dimension of the result; this tensor's shape aligned to its end
+     * @return a read-only view sharing this tensor's memory
+     * @throws IllegalArgumentException if the shapes are not compatible
      */
     public Tensor broadcastTo(long... newShape) {
         if (newShape.length < shape.length) {
@@ -795,7 +962,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return view(offset, s, st, true);
     }
 
-    /** A view that refuses writes. */
+    /** {@return a view that refuses writes} */
     public Tensor readOnly() {
         return view(offset, shape.clone(), strides.clone(), true);
     }
@@ -807,6 +974,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * {@code PythonDlpack.toPython} makes holds one). The caller closes it; a cleaner releases it if
      * it becomes unreachable first.
      *
+     * @return a new owning tensor over the same memory
      * @throws IllegalStateException if the tensor is closed
      */
     public Tensor share() {
@@ -822,7 +990,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return new Tensor(memory, h, true, offset, shape, strides, dtype, device, readOnly, paddedSubByte);
     }
 
-    /** A new owning, compact, writable copy of the elements (the caller closes it). */
+    /** {@return a new owning, compact, writable copy of the elements (the caller closes it)} */
     public Tensor copy() {
         MemoryOwner m = enterRead();
         Tensor out;

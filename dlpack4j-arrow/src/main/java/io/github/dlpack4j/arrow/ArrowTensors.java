@@ -45,6 +45,8 @@ public final class ArrowTensors {
     /**
      * A tensor over all rows of {@code vector}'s values, without copying; refuses nulls.
      *
+     * @param vector a fixed-width or fixed-size-list vector (see the table above)
+     * @return an owning tensor: close it (its exports keep the Arrow buffer as long as they live)
      * @throws IllegalArgumentException for a vector with nulls or one that no tensor can view (the
      *                                  message says what to use instead)
      */
@@ -56,6 +58,10 @@ public final class ArrowTensors {
      * A tensor over rows {@code [fromRow, fromRow + rows)} of {@code vector}, without copying;
      * refuses nulls in those rows.
      *
+     * @param vector  a fixed-width or fixed-size-list vector (see the table above)
+     * @param fromRow the first row the tensor takes
+     * @param rows    how many rows it takes: the extent of its first dimension
+     * @return an owning tensor: close it (its exports keep the Arrow buffer as long as they live)
      * @throws IndexOutOfBoundsException if the rows are not all in the vector
      * @throws IllegalArgumentException  as {@link #of(FieldVector)}
      */
@@ -68,6 +74,10 @@ public final class ArrowTensors {
      * nulls as {@code nulls} says. The tensor views the buffer the vector has now: a vector that later
      * grows into a new buffer no longer shares the tensor's memory.
      *
+     * @param vector  a fixed-width or fixed-size-list vector (see the table above)
+     * @param fromRow the first row the tensor takes
+     * @param rows    how many rows it takes: the extent of its first dimension
+     * @param nulls   whether null rows are refused or their values taken as they are
      * @return an owning tensor: close it (its exports keep the Arrow buffer as long as they live)
      * @throws IndexOutOfBoundsException if the rows are not all in the vector
      * @throws IllegalArgumentException  as {@link #of(FieldVector)}
@@ -82,6 +92,9 @@ public final class ArrowTensors {
      * The names of the dimensions after the first (the rows) of {@code of(vector)}, from an
      * {@code arrow.fixed_shape_tensor}'s {@code dim_names}, in the tensor's (logical) order; empty
      * if the vector names none.
+     *
+     * @param vector a vector that {@link #of(FieldVector)} takes
+     * @return one name per dimension after the rows, or an empty list
      */
     public static List<String> dimNames(FieldVector vector) {
         FixedShapeTensor t = FixedShapeTensor.of(vector.getField());
@@ -91,6 +104,11 @@ public final class ArrowTensors {
     /**
      * A vector named {@code "tensor"} over {@code tensor}'s memory; see
      * {@link #toVector(Tensor, BufferAllocator, String)}.
+     *
+     * @param tensor    a writable CPU tensor of one dimension or more, compact or a permuted view of compact rows
+     * @param allocator accounts for the tensor's bytes and makes the vector's validity bitmaps
+     * @return a new vector; the caller closes it
+     * @throws IllegalArgumentException as {@link #toVector(Tensor, BufferAllocator, String)}
      */
     public static FieldVector toVector(Tensor tensor, BufferAllocator allocator) {
         return toVector(tensor, allocator, "tensor");
@@ -103,7 +121,10 @@ public final class ArrowTensors {
      * dimensions (with a {@code permutation} when the tensor is a permuted view of compact rows).
      * The memory stays allocated until the vector is closed, even when the tensor is closed first.
      *
+     * @param tensor    a writable CPU tensor of one dimension or more, compact or a permuted view of compact rows
      * @param allocator accounts for the tensor's bytes and makes the vector's validity bitmaps
+     * @param name      the vector's field name
+     * @return a new vector; the caller closes it
      * @throws IllegalArgumentException if the tensor is not compact (pass {@link Tensor#copy()}),
      *                                  read-only, 0-d, not in CPU memory, of a dtype no Arrow vector
      *                                  holds, or longer than a vector can be

@@ -72,7 +72,12 @@ public final class ExchangeApi {
         this.type = type;
     }
 
-    /** The exchange API of {@code obj}'s type, if it has one this consumer understands (major 1). */
+    /**
+     * The exchange API of {@code obj}'s type, if it has one this consumer understands (major 1).
+     *
+     * @param obj an object of the producer's type, e.g. a torch.Tensor
+     * @return the type's table, looked up once per type; empty if it has none
+     */
     public static Optional<ExchangeApi> fromObject(PyObject obj) {
         return Gil.with(() -> Optional.ofNullable(forObject(obj.borrow())));
     }
@@ -131,17 +136,23 @@ public final class ExchangeApi {
         }
     }
 
-    /** The table's version. */
+    /** {@return the table's version} */
     public DlpackVersion version() {
         return version;
     }
 
-    /** Whether the producer offers the optional borrowed {@code DLTensor} view. */
+    /** {@return whether the producer offers the optional borrowed {@code DLTensor} view} */
     public boolean hasDLTensorView() {
         return table.get(ADDRESS, DLPackExchangeAPI.DLTENSOR_FROM_PY_OBJECT_NO_SYNC).address() != 0;
     }
 
-    /** The producer's current work stream on {@code device}; 0 when it has none (the CPU). */
+    /**
+     * The producer's current work stream on {@code device}; 0 when it has none (the CPU).
+     *
+     * @param device a device of the producer's
+     * @return the stream handle ({@code cudaStream_t} or similar) as an address
+     * @throws PythonException if the producer reports an error
+     */
     public long currentWorkStream(Device device) {
         return Gil.with(() -> {
             try (Arena arena = Arena.ofConfined()) {
@@ -157,6 +168,10 @@ public final class ExchangeApi {
     /**
      * Imports {@code obj} (an object of the producer's type) without synchronisation: ownership of
      * a fresh {@code DLManagedTensorVersioned}, with the producer's stream at the time.
+     *
+     * @param obj an object of the producer's type
+     * @return the owned import and the stream to wait for before reading it
+     * @throws PythonException if the producer refuses the object
      */
     public ExchangeTensor importNoSync(PyObject obj) {
         return Gil.with(() -> importNoSync(obj.borrow()));
@@ -192,6 +207,10 @@ public final class ExchangeApi {
      * Reads {@code obj} through the producer's borrowed view: {@code reader} gets a tensor valid only
      * while it runs (any later access throws {@link IllegalStateException}).
      *
+     * @param <T>    what {@code reader} computes
+     * @param obj    an object of the producer's type
+     * @param reader reads the tensor; must not keep it
+     * @return what {@code reader} returned
      * @throws UnsupportedOperationException if the producer has no such view ({@link #hasDLTensorView()})
      */
     public <T> T withDLTensorView(PyObject obj, Function<Tensor, T> reader) {
@@ -220,6 +239,10 @@ public final class ExchangeApi {
      * A new tensor from the producer's allocator, like a prototype of {@code dtype} and {@code shape}
      * on {@code device} (its contents are whatever the producer's allocator leaves).
      *
+     * @param dtype  the element type
+     * @param device where the producer allocates
+     * @param shape  the extent of each dimension
+     * @return the producer's new tensor, owned by the caller
      * @throws DlpackException with the producer's error kind and message if it refuses
      */
     public ManagedTensor allocate(DataType dtype, Device device, long... shape) {
@@ -264,6 +287,10 @@ public final class ExchangeApi {
      * Hands {@code tensor} to the producer's library as one of its own objects (a torch.Tensor for
      * PyTorch) through {@code managed_tensor_to_py_object_no_sync}: a fresh export that the
      * producer owns, sharing the Java memory.
+     *
+     * @param tensor the tensor to share; its memory lives until the producer's object lets go
+     * @return a new reference to the producer's object
+     * @throws IllegalStateException if {@code tensor} is closed
      */
     public PyObject toPyObject(Tensor tensor) {
         MemorySegment export = Dlpack.exportVersioned(tensor);

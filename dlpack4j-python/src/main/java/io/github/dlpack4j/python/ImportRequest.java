@@ -41,7 +41,12 @@ public final class ImportRequest {
         this.source = source;
     }
 
-    /** A request for the tensor of {@code source} (an array, a tensor, or a DLPack capsule). */
+    /**
+     * A request for the tensor of {@code source} (an array, a tensor, or a DLPack capsule).
+     *
+     * @param source the producer; the caller keeps it open until the import
+     * @return a request with no stream, no copy policy and no target device
+     */
     public static ImportRequest of(PyObject source) {
         return new ImportRequest(Objects.requireNonNull(source, "source"));
     }
@@ -50,6 +55,7 @@ public final class ImportRequest {
      * Where the producer's data lives: {@code __dlpack_device__()}, or the device in a capsule's
      * tensor.
      *
+     * @return the producer's device
      * @throws DlpackException if the object offers neither
      */
     public Device device() {
@@ -99,25 +105,40 @@ public final class ImportRequest {
         return o instanceof Long || o instanceof Integer || o instanceof java.math.BigInteger;
     }
 
-    /** The consumer's stream (default {@link DlpackStream#NONE}). */
+    /**
+     * The consumer's stream (default {@link DlpackStream#NONE}).
+     *
+     * @param consumerStream the stream the consumer will read on
+     * @return this request
+     */
     public ImportRequest stream(DlpackStream consumerStream) {
         this.stream = Objects.requireNonNull(consumerStream, "consumerStream");
         return this;
     }
 
-    /** {@code TRUE}: always copy; {@code FALSE}: never copy (fail if the producer must); null: copy if needed. */
+    /**
+     * {@code TRUE}: always copy; {@code FALSE}: never copy (fail if the producer must); null: copy if needed.
+     *
+     * @param copyPolicy the {@code copy} argument of {@code __dlpack__}
+     * @return this request
+     */
     public ImportRequest copy(Boolean copyPolicy) {
         this.copy = copyPolicy;
         return this;
     }
 
-    /** Asks the producer for the data on {@code device} ({@code dl_device}); null for its own device. */
+    /**
+     * Asks the producer for the data on {@code device} ({@code dl_device}); null for its own device.
+     *
+     * @param device where the consumer wants the data
+     * @return this request
+     */
     public ImportRequest toDevice(Device device) {
         this.target = device;
         return this;
     }
 
-    /** The route the last {@link #importTensor()} took; null before. */
+    /** {@return the route the last {@link #importTensor()} took; null before} */
     public ImportPath path() {
         return path;
     }
@@ -125,6 +146,7 @@ public final class ImportRequest {
     /**
      * Imports the tensor; ownership passes to the returned {@link ManagedTensor}.
      *
+     * @return the import; closing it runs the producer's deleter
      * @throws PythonException the producer's own error (e.g. {@code BufferError}), with its Python type
      * @throws DlpackException a missing {@code __dlpack__}, a result that is not a DLPack capsule, a
      *                         used capsule, a malformed tensor, or a copy against {@code copy(false)}

@@ -78,7 +78,7 @@ public final class PyObject implements AutoCloseable {
         }
     }
 
-    /** The {@code PyObject*}, for code that calls the C API itself. Valid while this is open. */
+    /** {@return the {@code PyObject*}, for code that calls the C API itself} Valid while this is open. */
     public MemorySegment address() {
         checkOpen();
         return ptr;
@@ -103,14 +103,24 @@ public final class PyObject implements AutoCloseable {
         }
     }
 
-    /** {@code getattr(self, name)}. */
+    /**
+     * {@code getattr(self, name)}.
+     *
+     * @param name the attribute's name
+     * @return a new reference to the attribute's value
+     */
     public PyObject attr(String name) {
         return Gil.with(() -> {
             return steal(Py.getAttr(borrow(), name));
         });
     }
 
-    /** {@code setattr(self, name, value)}, converting {@code value} as {@link Python#toPython}. */
+    /**
+     * {@code setattr(self, name, value)}, converting {@code value} as {@link Python#toPython}.
+     *
+     * @param name  the attribute's name
+     * @param value a Java value or a {@link PyObject}
+     */
     public void setAttr(String name, Object value) {
         Gil.with(() -> {
             try (Arena arena = Arena.ofConfined()) {
@@ -125,7 +135,11 @@ public final class PyObject implements AutoCloseable {
         });
     }
 
-    /** Whether the object has the attribute {@code name}. */
+    /**
+     * {@return whether the object has the attribute {@code name}}
+     *
+     * @param name the attribute's name
+     */
     public boolean hasAttr(String name) {
         return Gil.with(() -> {
             try (Arena arena = Arena.ofConfined()) {
@@ -134,7 +148,12 @@ public final class PyObject implements AutoCloseable {
         });
     }
 
-    /** {@code self[key]}. */
+    /**
+     * {@code self[key]}.
+     *
+     * @param key an index or key, converted as {@link Python#toPython}
+     * @return a new reference to the item
+     */
     public PyObject get(Object key) {
         return Gil.with(() -> {
             MemorySegment k = Convert.toPython(key);
@@ -146,7 +165,12 @@ public final class PyObject implements AutoCloseable {
         });
     }
 
-    /** {@code self(*args)}, each argument converted as {@link Python#toPython}. */
+    /**
+     * {@code self(*args)}, each argument converted as {@link Python#toPython}.
+     *
+     * @param args the positional arguments
+     * @return a new reference to the result
+     */
     public PyObject call(Object... args) {
         int g = Gil.acquire();
         try {
@@ -166,7 +190,13 @@ public final class PyObject implements AutoCloseable {
         }
     }
 
-    /** {@code self(*args, **kwargs)}. */
+    /**
+     * {@code self(*args, **kwargs)}.
+     *
+     * @param kwargs the keyword arguments, converted as {@link Python#toPython}
+     * @param args   the positional arguments, converted likewise
+     * @return a new reference to the result
+     */
     public PyObject callKw(Map<String, ?> kwargs, Object... args) {
         return Gil.with(() -> {
             MemorySegment tuple = Convert.tupleOf(args);
@@ -186,6 +216,9 @@ public final class PyObject implements AutoCloseable {
     /**
      * {@code self(*args)} converted to a Java value as {@link #toJava()} does, all under one hold of
      * the GIL: the cheapest way to call Python for a result.
+     *
+     * @param args the positional arguments, converted as {@link Python#toPython}
+     * @return the result as a Java value
      */
     public Object invoke(Object... args) {
         int g = Gil.acquire();
@@ -213,21 +246,27 @@ public final class PyObject implements AutoCloseable {
         }
     }
 
-    /** {@code self.name(*args)}. */
+    /**
+     * {@code self.name(*args)}.
+     *
+     * @param name the method's name
+     * @param args the positional arguments, converted as {@link Python#toPython}
+     * @return a new reference to the result
+     */
     public PyObject callMethod(String name, Object... args) {
         try (PyObject method = attr(name)) {
             return method.call(args);
         }
     }
 
-    /** {@code str(self)}. */
+    /** {@return {@code str(self)}} */
     public String str() {
         return Gil.with(() -> {
             return Py.str(borrow());
         });
     }
 
-    /** {@code repr(self)}. */
+    /** {@return {@code repr(self)}} */
     public String repr() {
         return Gil.with(() -> {
             MemorySegment r = Py.check((MemorySegment) CApi.PyObject_Repr.invokeExact(borrow()));
@@ -239,12 +278,12 @@ public final class PyObject implements AutoCloseable {
         });
     }
 
-    /** {@code int(self)} as a long (through {@code __index__}). */
+    /** {@return {@code int(self)} as a long (through {@code __index__})} */
     public long asLong() {
         return Gil.with(() -> Py.asLong(borrow()));
     }
 
-    /** {@code float(self)}. */
+    /** {@return {@code float(self)}} */
     public double asDouble() {
         return Gil.with(() -> {
             double v = (double) CApi.PyFloat_AsDouble.invokeExact(borrow());
@@ -255,14 +294,14 @@ public final class PyObject implements AutoCloseable {
         });
     }
 
-    /** {@code bool(self)}. */
+    /** {@return {@code bool(self)}} */
     public boolean asBoolean() {
         return Gil.with(() -> {
             return Py.check((int) CApi.PyObject_IsTrue.invokeExact(borrow())) == 1;
         });
     }
 
-    /** Whether this is {@code None}. */
+    /** {@return whether this is {@code None}} */
     public boolean isNone() {
         checkOpen();
         return Convert.isNone(ptr);
@@ -272,6 +311,8 @@ public final class PyObject implements AutoCloseable {
      * The Java value: None → null, bool → Boolean, int → Long (BigInteger beyond 64 bits), float →
      * Double, str → String, bytes → byte[], list and tuple → List, dict → Map (recursively);
      * anything else → a new {@code PyObject} for the same object.
+     *
+     * @return the converted value
      */
     public Object toJava() {
         return Gil.with(() -> {
@@ -287,7 +328,7 @@ public final class PyObject implements AutoCloseable {
         }
     }
 
-    /** Whether {@link #close()} was called. */
+    /** {@return whether {@link #close()} was called} */
     public boolean isClosed() {
         return closed;
     }

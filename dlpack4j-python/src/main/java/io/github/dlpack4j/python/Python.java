@@ -52,6 +52,7 @@ public final class Python {
      * @throws IllegalStateException naming the fix when the JVM lacks {@code --enable-native-access},
      *                               the executable is missing or older than 3.9, or its Python has
      *                               no shared library
+     * @return the process's one interpreter
      */
     public static Python start() {
         return once(() -> {
@@ -65,6 +66,7 @@ public final class Python {
      * Joins the interpreter that already runs in this process (the JVM was started from Python,
      * e.g. by JPype), through the process's own symbols.
      *
+     * @return the process's one interpreter
      * @throws IllegalStateException if no initialised CPython is loaded in the process
      */
     public static Python attach() {
@@ -230,12 +232,12 @@ public final class Python {
         return shuttingDown;
     }
 
-    /** {@code sys.version}. */
+    /** {@return {@code sys.version}} */
     public String version() {
         return version;
     }
 
-    /** {@code sys.executable}: the Python whose environment this interpreter sees. */
+    /** {@return {@code sys.executable}: the Python whose environment this interpreter sees} */
     public String executable() {
         return executable;
     }
@@ -256,6 +258,9 @@ public final class Python {
      * thread inside one, or {@code System.exit} called inside one, makes the exit hang once torch is
      * imported, because torch's exit-time destructors wait for the GIL.
      *
+     * @param <T>  what {@code body} computes
+     * @param body the work to run holding the GIL
+     * @return what {@code body} returned
      * @throws IllegalStateException on a virtual thread (it may change OS threads while holding the
      *                               GIL); nothing is run then
      */
@@ -264,7 +269,12 @@ public final class Python {
         return Gil.scope(body);
     }
 
-    /** {@link #withGil(Supplier)} for a body without a result. */
+    /**
+     * {@link #withGil(Supplier)} for a body without a result.
+     *
+     * @param body the work to run holding the GIL
+     * @throws IllegalStateException on a virtual thread; nothing is run then
+     */
     public void withGil(Runnable body) {
         Objects.requireNonNull(body, "body");
         Gil.scope(() -> {
@@ -279,18 +289,31 @@ public final class Python {
      * {@code body} ends ({@code Py_BEGIN_ALLOW_THREADS} / {@code Py_END_ALLOW_THREADS}). Other threads
      * call Python meanwhile; dlpack4j calls inside {@code body} take the GIL for themselves, as
      * outside any scope. On a thread that does not hold the GIL it just runs {@code body}.
+     *
+     * @param body the work to run without the GIL
      */
     public void allowThreads(Runnable body) {
         Objects.requireNonNull(body, "body");
         Gil.allowThreads(body);
     }
 
-    /** Runs statements in the {@code __main__} module. */
+    /**
+     * Runs statements in the {@code __main__} module.
+     *
+     * @param code Python source, as in a file
+     * @throws PythonException what the code raised
+     */
     public void exec(String code) {
         run(code, CApi.Py_file_input).close();
     }
 
-    /** Evaluates an expression in the {@code __main__} module. */
+    /**
+     * Evaluates an expression in the {@code __main__} module.
+     *
+     * @param expression one Python expression
+     * @return a new reference to its value
+     * @throws PythonException what the expression raised
+     */
     public PyObject eval(String expression) {
         return run(expression, CApi.Py_eval_input);
     }
@@ -307,14 +330,25 @@ public final class Python {
         }
     }
 
-    /** {@code import name}, e.g. {@code "numpy"} or {@code "os.path"}. */
+    /**
+     * {@code import name}, e.g. {@code "numpy"} or {@code "os.path"}.
+     *
+     * @param name the module's dotted name
+     * @return a new reference to the module
+     * @throws PythonException (a {@code ModuleNotFoundError}, say) if the import fails
+     */
     public PyObject importModule(String name) {
         return Gil.with(() -> {
             return PyObject.steal(Py.importModule(name));
         });
     }
 
-    /** Binds {@code name} in {@code __main__} to {@code value}, converted as {@link #toPython}. */
+    /**
+     * Binds {@code name} in {@code __main__} to {@code value}, converted as {@link #toPython}.
+     *
+     * @param name  the global variable's name
+     * @param value a Java value or a {@link PyObject}
+     */
     public void setGlobal(String name, Object value) {
         Gil.with(() -> {
             try (Arena arena = Arena.ofConfined()) {
@@ -332,6 +366,8 @@ public final class Python {
     /**
      * The value of {@code name} in {@code __main__}.
      *
+     * @param name the global variable's name
+     * @return a new reference to its value
      * @throws PythonException (a {@code NameError}) if it is not bound
      */
     public PyObject getGlobal(String name) {
@@ -351,6 +387,9 @@ public final class Python {
      * A Python object for a Java value: null → None, Boolean → bool, Byte/Short/Integer/Long/BigInteger
      * → int, Float/Double → float, String → str, byte[] → bytes, List/Collection/Object[] → list,
      * Map → dict (recursively), PyObject → the same object.
+     *
+     * @param value the Java value
+     * @return a new reference to the Python object
      */
     public PyObject toPython(Object value) {
         return Gil.with(() -> {
@@ -358,7 +397,12 @@ public final class Python {
         });
     }
 
-    /** A Python callable named {@code name} that runs {@code fn}; see {@link PythonFunction}. */
+    /**
+     * A Python callable ({@code java_function} to Python) that runs {@code fn}; see {@link PythonFunction}.
+     *
+     * @param fn the Java code to run on each call; kept as long as the callable lives
+     * @return a new reference to the callable
+     */
     public PyObject function(PythonFunction fn) {
         return Gil.with(() -> {
             return PyObject.steal(JavaFunctions.create(fn));

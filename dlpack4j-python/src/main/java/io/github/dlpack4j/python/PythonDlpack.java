@@ -24,7 +24,14 @@ import io.github.dlpack4j.Tensor;
 public final class PythonDlpack {
     private PythonDlpack() {}
 
-    /** {@code ImportRequest.of(source).importTensor()}: zero-copy, owned by the returned tensor. */
+    /**
+     * {@code ImportRequest.of(source).importTensor()}: zero-copy, owned by the returned tensor.
+     *
+     * @param source an array, a tensor or a DLPack capsule
+     * @return the import; closing it runs the producer's deleter
+     * @throws PythonException the producer's own error, with its Python type
+     * @throws io.github.dlpack4j.DlpackException if {@code source} does not speak DLPack, or its tensor breaks the rules
+     */
     public static ManagedTensor fromDlpack(PyObject source) {
         return ImportRequest.of(source).importTensor();
     }
@@ -40,6 +47,8 @@ public final class PythonDlpack {
      * every consumer of an export have all let go, in any order (for memory that
      * {@link Tensor#wrap} borrowed, only as long as the caller's arena stays open).
      *
+     * @param tensor the tensor to offer to Python; it stays the caller's to close
+     * @return a new reference to the Python object
      * @throws IllegalStateException if {@code tensor} is closed
      */
     public static PyObject toPython(Tensor tensor) {
@@ -52,6 +61,8 @@ public final class PythonDlpack {
      * {@link #toPython(Tensor)}). A {@link Tensor} is held through its own share, as there; any other
      * exporter is only referenced and must stay usable while Python uses the object.
      *
+     * @param exporter answers each {@code __dlpack__} call with a fresh export
+     * @return a new reference to the Python object
      * @throws IllegalStateException if {@code exporter} is a closed tensor
      */
     public static PyObject toPython(DlpackExporter exporter) {

@@ -11,8 +11,11 @@ package io.github.dlpack4j.python;
 public class PythonException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** See {@link #pythonType()}. */
     private final String pythonType;
+    /** See {@link #pythonMessage()}. */
     private final String pythonMessage;
+    /** See {@link #pythonTraceback()}. */
     private final String pythonTraceback;
     /** The original (type, value, traceback), kept to re-raise it; null when made from Java. */
     private final transient PyObject[] original;
@@ -28,22 +31,25 @@ public class PythonException extends RuntimeException {
     /**
      * An exception that a Java function called from Python throws to raise the Python exception
      * {@code pythonType} (a builtin exception name such as {@code "BufferError"} or {@code "TypeError"}).
+     *
+     * @param pythonType the builtin exception Python raises
+     * @param message    its {@code str()}, what Python shows after the type
      */
     public PythonException(String pythonType, String message) {
         this(pythonType, message, "", null);
     }
 
-    /** The Python type's qualified name; builtins without the {@code builtins.} prefix. */
+    /** {@return the Python type's qualified name; builtins without the {@code builtins.} prefix} */
     public String pythonType() {
         return pythonType;
     }
 
-    /** {@code str()} of the Python exception. */
+    /** {@return {@code str()} of the Python exception} */
     public String pythonMessage() {
         return pythonMessage;
     }
 
-    /** The traceback as Python's {@code traceback.format_exception} prints it; empty if none. */
+    /** {@return the traceback as Python's {@code traceback.format_exception} prints it; empty if none} */
     public String pythonTraceback() {
         return pythonTraceback;
     }

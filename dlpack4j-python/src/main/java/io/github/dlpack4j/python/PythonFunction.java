@@ -17,6 +17,7 @@ public interface PythonFunction {
      *
      * @param args the positional arguments, each a new reference the function may keep or close
      * @return the result: null for None, a {@link PyObject}, or a Java value to convert
+     * @throws Exception anything, raised in Python as the Python exception described above
      */
     Object call(PyObject... args) throws Exception;
 }

@@ -37,6 +37,7 @@ public final class PythonHost {
      *
      * @param pyObject the object's address; the caller keeps the object alive during the call
      * @param copy     {@code TRUE}: always copy, {@code FALSE}: never, null: only if needed
+     * @return an owning tensor; the caller closes it
      * @throws PythonException the producer's own error, with its Python type (see {@link #exceptionObject})
      * @throws io.github.dlpack4j.DlpackException the object does not speak DLPack, or its tensor breaks the rules
      */
@@ -59,6 +60,7 @@ public final class PythonHost {
      * object as it is, so once that tensor is closed, exporting it fails (exports already taken
      * keep their memory).
      *
+     * @param exporter answers each {@code __dlpack__} call with a fresh export
      * @return the object's address; the caller owns the reference
      */
     public static long exporterObject(DlpackExporter exporter) {
@@ -70,6 +72,9 @@ public final class PythonHost {
      * A new reference to the Python exception behind {@code e} (the producer's own exception object,
      * traceback included), or 0 when {@code e} was made in Java; then {@link PythonException#pythonType()}
      * names a builtin exception.
+     *
+     * @param e an exception from an earlier call into Java
+     * @return the exception object's address, or 0; the caller owns the reference
      */
     public static long exceptionObject(PythonException e) {
         PyObject[] original = e.original();
