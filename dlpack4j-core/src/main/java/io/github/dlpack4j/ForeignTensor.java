@@ -16,22 +16,22 @@ import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
 /**
- * The fields of a foreign managed tensor, read once and validated before anything else uses them.
+ * Reads a foreign managed tensor once, validates every field before anything else uses it, and
+ * builds the {@link ManagedTensor} straight from the validated values.
  *
  * <p>Every rule of DLPack 1.3 that can be checked from the struct is checked here; what cannot be
  * checked is whether the pointers point at memory the producer really owns. The struct is copied
- * into Java values, so a producer that changes it later cannot change what was validated.
- *
- * @param start   address of the lowest reachable byte
- * @param length  number of reachable bytes
- * @param offset  bytes from {@code start} to element [0, ..., 0]
+ * into Java values, so a producer that changes it later cannot change what was validated. No
+ * intermediate object carries the fields: this runs once per import, and one less allocation there
+ * is measurable.
  */
-record ForeignTensor(DlpackVersion version, long flags, Device device, DataType dtype, long[] shape, long[] strides,
-                     long start, long length, long offset, boolean padded) {
+final class ForeignTensor {
     /** No producer uses more; the limit keeps a garbage {@code ndim} from reading far past the arrays. */
     static final int MAX_NDIM = 1024;
 
     static final DlpackVersion LEGACY = new DlpackVersion(0, 0);
+
+    private ForeignTensor() {}
 
     /**
      * The end of user-space addresses on 64-bit Linux (x86-64 with 5-level paging, AArch64 with
@@ -54,11 +54,13 @@ record ForeignTensor(DlpackVersion version, long flags, Device device, DataType 
     }
 
     /**
-     * Reads and validates the managed struct at {@code ptr}.
+     * Reads and validates the managed struct at {@code ptr}, then adopts it: the result owns
+     * {@code release}. Only validation throws (a {@link RuntimeException}, before anything holds
+     * {@code release}); building the result from valid fields cannot fail but for an {@link Error}.
      *
      * @throws DlpackException naming the first field that breaks the standard
      */
-    static ForeignTensor read(MemorySegment ptr, boolean versioned) {
+    static ManagedTensor read(MemorySegment ptr, boolean versioned, Runnable release) {
         MemorySegment s = NativeMemory.at(ptr.address(), versioned ? DLManagedTensorVersioned.SIZE : DLManagedTensor.SIZE);
         DlpackVersion version = LEGACY;
         long flags = 0;
@@ -122,7 +124,8 @@ record ForeignTensor(DlpackVersion version, long flags, Device device, DataType 
         long data = s.get(JAVA_LONG_UNALIGNED, dl + DLTensor.DATA);
         long byteOffset = s.get(JAVA_LONG_UNALIGNED, dl + DLTensor.BYTE_OFFSET);
         if (numel == 0) {
-            return new ForeignTensor(version, flags, device, dtype, shape, strides, 0, 0, 0, padded);
+            return ManagedTensor.adopted(versioned, version, flags, release, device, dtype, shape, strides, 0, 0, 0,
+                    padded);
         }
         if (data == 0) {
             throw new DlpackException(prefix + "data = NULL, but the tensor has " + numel + " elements");
@@ -131,21 +134,23 @@ record ForeignTensor(DlpackVersion version, long flags, Device device, DataType 
             throw new DlpackException(prefix + (data < 0 ? "data = 0x" + Long.toHexString(data)
                     : "byte_offset = " + Long.toUnsignedString(byteOffset)) + ": beyond the address space");
         }
+        long start;
+        long end;
         try {
             long first = Math.addExact(data, byteOffset);
-            long start = Math.addExact(first, extent.minByte());
-            long end = Math.addExact(first, extent.endByte());
+            start = Math.addExact(first, extent.minByte());
+            end = Math.addExact(first, extent.endByte());
             // Host memory must lie in user space; device pointers need only fit in 64 bits.
             if (start < 0 || (device.type().isHostAccessible() && end > USER_SPACE_END)) {
                 throw new ArithmeticException();
             }
-            return new ForeignTensor(version, flags, device, dtype, shape, strides, start, end - start,
-                    -extent.minByte(), padded);
         } catch (ArithmeticException outside) {
             throw new DlpackException(prefix + "strides = " + Arrays.toString(strides) + " with data = 0x"
                     + Long.toHexString(data) + " and byte_offset = " + byteOffset
                     + ": the elements reach outside the address space");
         }
+        return ManagedTensor.adopted(versioned, version, flags, release, device, dtype, shape, strides, start,
+                end - start, -extent.minByte(), padded);
     }
 
     private static Device readDevice(MemorySegment s, long at, String prefix) {

@@ -121,20 +121,30 @@ public final class ManagedTensor implements AutoCloseable {
         ForeignTensor.checkPointer(ptr.address(), 8, "managed tensor pointer");
         MemorySegment deleter = ForeignTensor.deleterOf(ptr, versioned);
         Runnable release = new DeleterCall(deleter, ptr.address(), deleterContext);
-        ForeignTensor f;
         try {
-            f = ForeignTensor.read(ptr, versioned);
+            return ForeignTensor.read(ptr, versioned, release);
         } catch (RuntimeException e) {
             release.run();
             throw e instanceof DlpackException ? e : new DlpackException("malformed managed tensor: " + e, e);
         }
-        MemorySegment base = NativeMemory.at(f.start(), f.length());
-        MemoryOwner memory = MemoryOwner.create(base, release, false);
+    }
+
+    /**
+     * The handle over validated fields ({@link ForeignTensor#read}), owning {@code release}: the
+     * memory's only holder, released by {@link #close()} or by the {@code Cleaner}.
+     *
+     * @param start  address of the lowest reachable byte
+     * @param length number of reachable bytes
+     * @param offset bytes from {@code start} to element [0, ..., 0]
+     */
+    static ManagedTensor adopted(boolean versioned, DlpackVersion version, long flags, Runnable release, Device device,
+                                 DataType dtype, long[] shape, long[] strides, long start, long length, long offset,
+                                 boolean padded) {
+        MemoryOwner memory = MemoryOwner.create(NativeMemory.at(start, length), release, false);
         Tensor.Handle handle = new Tensor.Handle(memory.ownerHold());
-        boolean readOnly = (f.flags() & DlpackFlags.READ_ONLY) != 0;
-        Tensor view = new Tensor(memory, handle, false, f.offset(), f.shape(), f.strides(), f.dtype(), f.device(),
-                readOnly, f.padded());
-        return new ManagedTensor(versioned, f.version(), f.flags(), view);
+        boolean readOnly = (flags & DlpackFlags.READ_ONLY) != 0;
+        Tensor view = new Tensor(memory, handle, false, offset, shape, strides, dtype, device, readOnly, padded);
+        return new ManagedTensor(versioned, version, flags, view);
     }
 
     /**

@@ -51,7 +51,7 @@ final class MemoryOwner {
      * memory is unreachable. Called once, right after {@link #create}.
      */
     Cleaner.Cleanable ownerHold() {
-        return CLEANER.register(this, life::release);
+        return CLEANER.register(this, life);
     }
 
     /** Adds a holder; the memory stays allocated until it calls {@link #release()}. */
@@ -83,8 +83,11 @@ final class MemoryOwner {
         return life.scoped(base);
     }
 
-    /** The counts and the release action, apart from the owner so that the cleaner can reach them. */
-    private static final class Lifetime {
+    /**
+     * The counts and the release action, apart from the owner so that the cleaner can reach them;
+     * running it releases the owner's hold (itself the cleaning action: no lambda per tensor).
+     */
+    private static final class Lifetime implements Runnable {
         private static final VarHandle HOLDERS;
         private static final VarHandle STATE;
         private static final int CLOSED = 1 << 31;
@@ -112,6 +115,11 @@ final class MemoryOwner {
         Lifetime(Runnable release, boolean borrowed) {
             this.release = release;
             this.borrowed = borrowed;
+        }
+
+        @Override
+        public void run() {
+            release();
         }
 
         void retain() {
