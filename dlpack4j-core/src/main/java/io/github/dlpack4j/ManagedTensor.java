@@ -124,6 +124,9 @@ public final class ManagedTensor implements AutoCloseable {
         try {
             return ForeignTensor.read(ptr, versioned, release);
         } catch (RuntimeException e) {
+            // Only validation throws one, before adopted() gives release to a holder (the Cleaner):
+            // adopted() builds from validated fields (a known dtype, a shape whose product fits), so
+            // nothing else can run the deleter and it runs here exactly once.
             release.run();
             throw e instanceof DlpackException ? e : new DlpackException("malformed managed tensor: " + e, e);
         }
