@@ -3,10 +3,9 @@
 import sys
 from pathlib import Path
 
+import dlpack4j
 import jpype
 import numpy as np
-
-import dlpack4j
 
 jar = Path(__file__).parent / "target" / "python-calls-java-1.0.jar"
 dlpack4j.start_jvm(classpath=[jar])  # the JVM, with dlpack4j's jars from the wheel and this example's
