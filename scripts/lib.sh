@@ -126,11 +126,20 @@ project_version() {
   sed -n '/<artifactId>dlpack4j-parent<\/artifactId>/{n;s/.*<version>\(.*\)<\/version>.*/\1/p;q}' "$DLPACK4J_ROOT/pom.xml"
 }
 
-# Packs the jars in dlpack4j-*/target into python/dist/dlpack4j-*.whl; prints the wheel's path.
+# Packs the jars in dlpack4j-*/target into python/dist/dlpack4j-*.whl; prints the wheel's path. A
+# wheel newer than the jars and the package's sources is kept (scripts/test packs once, for pytest
+# and the examples).
 build_wheel() {
-  local version jars="$DLPACK4J_ROOT/python/src/dlpack4j/jars" m
+  local version jars="$DLPACK4J_ROOT/python/src/dlpack4j/jars" m wheel
   version="$(project_version)"
   [ -n "$version" ] || die "could not read the project version from pom.xml"
+  wheel="$(ls "$DLPACK4J_ROOT"/python/dist/dlpack4j-*.whl 2>/dev/null | head -n 1)"
+  if [ -n "$wheel" ] && [ -z "$(find "$DLPACK4J_ROOT"/dlpack4j-{core,python}/target/dlpack4j-{core,python}-"$version".jar \
+       "$DLPACK4J_ROOT/python/src" "$DLPACK4J_ROOT/python/pyproject.toml" "$DLPACK4J_ROOT/python/README.md" \
+       -newer "$wheel" -not -path "*/jars/*" -not -name "__pycache__" -not -path "*/__pycache__/*" -print -quit 2>/dev/null)" ]; then
+    echo "$wheel"
+    return
+  fi
   rm -rf "$jars" "$DLPACK4J_ROOT/python/dist" "$DLPACK4J_ROOT/python/build"
   mkdir -p "$jars"
   for m in dlpack4j-core dlpack4j-python; do
