@@ -93,7 +93,6 @@ final class CApi {
     static final MethodHandle PyObject_Repr = fn("PyObject_Repr", P_P);
     static final MethodHandle PyObject_IsInstance = fn("PyObject_IsInstance", I_PP);
     static final MethodHandle PyObject_IsTrue = fn("PyObject_IsTrue", I_P);
-    static final MethodHandle PyObject_Type = fn("PyObject_Type", P_P);
     static final MethodHandle PyObject_GetItem = fn("PyObject_GetItem", P_PP);
 
     // Numbers, strings, bytes

@@ -182,8 +182,7 @@ final class Capsules {
             // Renamed before adoption: from here on the capsule's destructor leaves the tensor to us,
             // and adoption calls the deleter itself if the tensor is malformed.
             Py.check((int) CApi.PyCapsule_SetName.invokeExact(capsule, used));
-            ProducerDeleter deleter = new ProducerDeleter();
-            tensor = deleter.adopted(versioned ? ManagedTensor.adoptVersioned(ptr, deleter) : ManagedTensor.adoptLegacy(ptr, deleter));
+            tensor = ProducerDeleter.adopt(ptr, versioned);
         } catch (Throwable t) {
             throw Py.unchecked(t);
         }

@@ -246,9 +246,7 @@ final class DlpackArguments {
         }
         MemorySegment first = (MemorySegment) CApi.PyTuple_GetItem.invokeExact(maxVersion, 0L);
         long major = Py.asLong(first);
-        MemorySegment type = (MemorySegment) CApi.PyObject_Type.invokeExact(first);
-        boolean plainInt = type.address() == LONG_TYPE.address();
-        Py.decRef(type);
+        boolean plainInt = Py.typeOf(first) == LONG_TYPE.address();
         if (plainInt) { // an int's value cannot change; an object with __index__ might
             long before = lastMaxVersion;
             Py.incRef(maxVersion);

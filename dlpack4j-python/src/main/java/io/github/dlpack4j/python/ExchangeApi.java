@@ -266,8 +266,7 @@ public final class ExchangeApi {
                     throw new DlpackException("the producer's allocator refused " + dtype + " " + java.util.Arrays.toString(shape)
                             + " on " + device + ": " + (error[0] == null ? "no reason given" : error[0]));
                 }
-                ProducerDeleter deleter = new ProducerDeleter();
-                return deleter.adopted(ManagedTensor.adoptVersioned(out.get(ADDRESS, 0), deleter));
+                return ProducerDeleter.adopt(out.get(ADDRESS, 0), true);
             }
         });
     }

@@ -168,8 +168,7 @@ final class ExchangeApiProducer {
         try {
             // Adoption deletes a malformed tensor itself. The deleter may run on any thread that lets go
             // last (a re-export's consumer, the cleaner): it runs under the GIL, as capsule imports' do.
-            ProducerDeleter deleter = new ProducerDeleter();
-            ManagedTensor m = deleter.adopted(ManagedTensor.adoptVersioned(managed, deleter));
+            ManagedTensor m = ProducerDeleter.adopt(managed, true);
             try {
                 MemorySegment result = outParameter(out, ADDRESS.byteSize());
                 result.set(ADDRESS, 0, JavaTensorType.newInstance(m.tensor(), m));

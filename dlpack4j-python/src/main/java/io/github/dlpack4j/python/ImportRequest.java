@@ -68,7 +68,7 @@ public final class ImportRequest {
                 throw new DlpackException("object of type " + typeName() + " has no __dlpack_device__");
             }
             try (PyObject d = source.callMethod("__dlpack_device__")) {
-                return deviceOf(d, typeName());
+                return deviceOf(d);
             }
         });
     }
@@ -79,25 +79,27 @@ public final class ImportRequest {
      *
      * @throws DlpackException naming the producer's type and what it returned
      */
-    static Device deviceOf(PyObject result, String producerType) {
+    private Device deviceOf(PyObject result) {
         Object value = result.toJava();
         if (value instanceof List<?> pair && pair.size() == 2 && isInt(pair.get(0)) && isInt(pair.get(1))) {
             boolean huge = pair.get(0) instanceof java.math.BigInteger || pair.get(1) instanceof java.math.BigInteger;
             long type = ((Number) pair.get(0)).longValue();
             long id = ((Number) pair.get(1)).longValue();
             if (huge || type != (int) type || id != (int) id || id < 0) {
-                throw new DlpackException("__dlpack_device__ of " + producerType + " returned " + result.repr()
-                        + ": device_type and device_id must be ints in 0..2^31-1");
+                throw badDevice(result, ": device_type and device_id must be ints in 0..2^31-1", null);
             }
             try {
                 return new Device(DeviceType.of((int) type), (int) id);
             } catch (DlpackException e) {
-                throw new DlpackException("__dlpack_device__ of " + producerType + " returned " + result.repr()
-                        + ": " + e.getMessage(), e);
+                throw badDevice(result, ": " + e.getMessage(), e);
             }
         }
-        throw new DlpackException("__dlpack_device__ of " + producerType + " returned " + result.repr()
-                + ", not a 2-tuple (device_type, device_id) of ints");
+        throw badDevice(result, ", not a 2-tuple (device_type, device_id) of ints", null);
+    }
+
+    /** The producer's type is looked up only here, when a device is refused: it costs Python calls. */
+    private DlpackException badDevice(PyObject result, String why, Throwable cause) {
+        return new DlpackException("__dlpack_device__ of " + typeName() + " returned " + result.repr() + why, cause);
     }
 
     /** A Python int as {@link PyObject#toJava()} converts it (bool is an int to Python, but no device). */

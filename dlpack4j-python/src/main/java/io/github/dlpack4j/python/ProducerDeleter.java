@@ -12,7 +12,7 @@ import java.util.concurrent.Executor;
  * next GIL acquisition or within 20 ms; past the queue's bound, the closing thread takes the GIL
  * and runs it (with the queued ones) itself. After the JVM's shutdown began it leaks instead.
  *
- * <p>One per import: the bound counts bytes ({@link #adopted} records the tensor's), and the object
+ * <p>One per import: the bound counts bytes ({@link #adopt} records the tensor's), and the object
  * itself is what waits in the queue, so deferring allocates nothing.
  */
 final class ProducerDeleter extends PendingReleases.Node implements Executor {
@@ -25,10 +25,15 @@ final class ProducerDeleter extends PendingReleases.Node implements Executor {
     /** The deleter call, kept while it waits in {@link PendingReleases}. */
     private Runnable due;
 
-    /** Records the size of the adopted tensor; returns it. */
-    ManagedTensor adopted(ManagedTensor m) {
+    /**
+     * Adopts the managed tensor a Python producer made, with its deleter run by a new
+     * {@code ProducerDeleter}, which records the tensor's size for the queue's byte bound.
+     */
+    static ManagedTensor adopt(java.lang.foreign.MemorySegment ptr, boolean versioned) {
+        ProducerDeleter deleter = new ProducerDeleter();
+        ManagedTensor m = versioned ? ManagedTensor.adoptVersioned(ptr, deleter) : ManagedTensor.adoptLegacy(ptr, deleter);
         var t = m.tensor();
-        bytes = t.numel() * ((t.dtype().bits() * (long) t.dtype().lanes() + 7) / 8);
+        deleter.bytes = t.numel() * t.dtype().byteSize();
         return m;
     }
 

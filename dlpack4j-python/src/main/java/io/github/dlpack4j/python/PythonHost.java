@@ -24,10 +24,7 @@ public final class PythonHost {
      * @return the interpreter's {@code sys.version}, for the Python side to check it found the right one
      */
     public static String attach() {
-        Python py = Python.attach();
-        try (PyObject sys = py.importModule("sys"); PyObject version = sys.attr("version")) {
-            return version.str();
-        }
+        return Python.attach().version();
     }
 
     /**
@@ -43,7 +40,8 @@ public final class PythonHost {
      */
     public static Tensor importObject(long pyObject, Boolean copy) {
         checkAddress(pyObject);
-        return Gil.with(() -> {
+        // A scope, so that the import inside finds the GIL held instead of taking it again.
+        return Gil.scope(() -> {
             MemorySegment o = MemorySegment.ofAddress(pyObject);
             Py.incRef(o);
             try (PyObject source = PyObject.steal(o); ManagedTensor m = ImportRequest.of(source).copy(copy).importTensor()) {
