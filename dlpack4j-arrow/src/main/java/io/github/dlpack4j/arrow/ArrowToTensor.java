@@ -93,12 +93,7 @@ final class ArrowToTensor {
             shape = fixedShape.logicalShape();
             strides = fixedShape.logicalStrides();
         } else {
-            strides = new long[shape.length];
-            long s = 1;
-            for (int d = shape.length - 1; d >= 0; d--) {
-                strides[d] = s;
-                s *= Math.max(shape[d], 1);
-            }
+            strides = FixedShapeTensor.rowMajorStrides(shape);
         }
         return new Layout(v, dtype, rowElements, shape, strides, levels, perRow);
     }

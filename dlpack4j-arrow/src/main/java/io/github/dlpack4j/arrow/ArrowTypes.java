@@ -1,6 +1,7 @@
 package io.github.dlpack4j.arrow;
 
 import io.github.dlpack4j.DataType;
+import java.util.EnumMap;
 import java.util.Map;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.types.Types.MinorType;
@@ -19,38 +20,39 @@ final class ArrowTypes {
             Map.entry(DataType.UINT32, MinorType.UINT4), Map.entry(DataType.UINT64, MinorType.UINT8),
             Map.entry(DataType.FLOAT16, MinorType.FLOAT2), Map.entry(DataType.FLOAT32, MinorType.FLOAT4),
             Map.entry(DataType.FLOAT64, MinorType.FLOAT8));
+    /** {@link #MINOR_TYPES} the other way round, for {@link #dtypeOf}. */
+    private static final Map<MinorType, DataType> DTYPES = inverse(MINOR_TYPES);
     private static final String SUPPORTED = "TinyIntVector, SmallIntVector, IntVector, BigIntVector, UInt1Vector, "
             + "UInt2Vector, UInt4Vector, UInt8Vector, Float2Vector, Float4Vector, Float8Vector, and FixedSizeListVectors "
             + "of them";
 
     private ArrowTypes() {}
 
+    private static Map<MinorType, DataType> inverse(Map<DataType, MinorType> map) {
+        Map<MinorType, DataType> inverse = new EnumMap<>(MinorType.class);
+        map.forEach((dtype, minor) -> inverse.put(minor, dtype));
+        return inverse;
+    }
+
     /**
-     * The dtype of {@code leaf}'s values (a switch on the vector's kind: this runs on every
-     * {@code of}).
+     * The dtype of {@code leaf}'s values, looked up in an {@code EnumMap} (this runs on every
+     * {@code of}); the switch only words the refusals.
      *
      * @throws IllegalArgumentException for a vector without a DLPack dtype, saying what to use instead
      */
     static DataType dtypeOf(FieldVector leaf) {
         MinorType kind = leaf.getMinorType();
-        return switch (kind) {
-            case TINYINT -> DataType.INT8;
-            case SMALLINT -> DataType.INT16;
-            case INT -> DataType.INT32;
-            case BIGINT -> DataType.INT64;
-            case UINT1 -> DataType.UINT8;
-            case UINT2 -> DataType.UINT16;
-            case UINT4 -> DataType.UINT32;
-            case UINT8 -> DataType.UINT64;
-            case FLOAT2 -> DataType.FLOAT16;
-            case FLOAT4 -> DataType.FLOAT32;
-            case FLOAT8 -> DataType.FLOAT64;
-            case BIT -> throw refused(leaf, "a BitVector packs eight booleans into a byte, and DLPack's bool takes a "
+        DataType dtype = DTYPES.get(kind);
+        if (dtype != null) {
+            return dtype;
+        }
+        throw switch (kind) {
+            case BIT -> refused(leaf, "a BitVector packs eight booleans into a byte, and DLPack's bool takes a "
                     + "byte each; copy the values into a UInt1Vector (0 or 1) and take that");
             case VARCHAR, LARGEVARCHAR, VIEWVARCHAR, VARBINARY, LARGEVARBINARY, VIEWVARBINARY, LIST, LARGELIST,
-                 LISTVIEW, LARGELISTVIEW -> throw refused(leaf, "its values have no fixed size for a tensor to stride "
+                 LISTVIEW, LARGELISTVIEW -> refused(leaf, "its values have no fixed size for a tensor to stride "
                     + "over; lists of one length go in a FixedSizeListVector");
-            default -> throw refused(leaf, "Arrow type " + leaf.getField().getType() + " has no DLPack dtype");
+            default -> refused(leaf, "Arrow type " + leaf.getField().getType() + " has no DLPack dtype");
         };
     }
 

@@ -7,6 +7,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
 import java.util.stream.Collectors;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
@@ -29,6 +31,12 @@ import org.apache.arrow.vector.types.pojo.Field;
 record FixedShapeTensor(long[] shape, int[] permutation, List<String> dimNames) {
     static final String NAME = "arrow.fixed_shape_tensor";
     private static final ObjectMapper JSON = new ObjectMapper();
+    /**
+     * Parsed metadata by its text: {@code of(Field)} runs on every {@code ArrowTensors.of} and
+     * {@code dimNames}, and a column's metadata is the same each time. Metadata that does not parse
+     * is not kept, so it is refused again on every call.
+     */
+    private static final ConcurrentMap<String, FixedShapeTensor> PARSED = new ConcurrentHashMap<>();
 
     /** The type's parameters if {@code field} is of it (registered or as storage with metadata), else null. */
     static FixedShapeTensor of(Field field) {
@@ -40,7 +48,7 @@ record FixedShapeTensor(long[] shape, int[] permutation, List<String> dimNames) 
             metadata = NAME.equals(m.get(ArrowType.ExtensionType.EXTENSION_METADATA_KEY_NAME))
                     ? m.getOrDefault(ArrowType.ExtensionType.EXTENSION_METADATA_KEY_METADATA, "") : null;
         }
-        return metadata == null ? null : parse(metadata, field.getName());
+        return metadata == null ? null : PARSED.computeIfAbsent(metadata, json -> parse(json, field.getName()));
     }
 
     /** A physical row-major shape, with a permutation unless it is the identity. */
@@ -131,12 +139,7 @@ record FixedShapeTensor(long[] shape, int[] permutation, List<String> dimNames) 
 
     /** The logical strides in elements: the physical row-major strides, permuted. */
     long[] logicalStrides() {
-        long[] physical = new long[shape.length];
-        long stride = 1;
-        for (int d = shape.length - 1; d >= 0; d--) {
-            physical[d] = stride;
-            stride *= Math.max(shape[d], 1);
-        }
+        long[] physical = rowMajorStrides(shape);
         long[] s = new long[shape.length];
         for (int i = 0; i < s.length; i++) {
             s[i] = physical[permutation[i]];
@@ -164,6 +167,17 @@ record FixedShapeTensor(long[] shape, int[] permutation, List<String> dimNames) 
             throw new IllegalArgumentException(NAME + " '" + column + "' has shape " + Arrays.toString(shape)
                     + ", which does not hold the " + listSize + " values of its FixedSizeList");
         }
+    }
+
+    /** The strides in elements of a C-contiguous array of {@code shape}; a 0 extent counts as 1. */
+    static long[] rowMajorStrides(long[] shape) {
+        long[] strides = new long[shape.length];
+        long s = 1;
+        for (int d = shape.length - 1; d >= 0; d--) {
+            strides[d] = s;
+            s *= Math.max(shape[d], 1);
+        }
+        return strides;
     }
 
     static int[] identity(int n) {

@@ -67,7 +67,7 @@ final class TensorToArrow {
             throw new IllegalArgumentException("the tensor has " + t.numel() + " values; an Arrow vector holds at most "
                     + Integer.MAX_VALUE);
         }
-        Field field = field(name, type, shape, order);
+        Field field = field(name, type, shape, rowElements, order);
         ArrowBuf data = t.numel() == 0 ? allocator.getEmpty() : lend(t, t.numel() * t.dtype().byteSize(), allocator);
         FieldVector v = null;
         try {
@@ -126,12 +126,11 @@ final class TensorToArrow {
      * column (a FixedSizeList with the extension metadata) from 3-d on; not nullable, as a tensor
      * has no nulls (so that {@code ArrowTensors.of} need not read the validity bitmaps again).
      */
-    private static Field field(String name, ArrowType type, long[] shape, int[] order) {
+    private static Field field(String name, ArrowType type, long[] shape, long rowElements, int[] order) {
         Field values = new Field("item", FieldType.notNullable(type), null);
         if (shape.length == 1) {
             return new Field(name, FieldType.notNullable(type), null);
         }
-        long rowElements = Arrays.stream(shape, 1, shape.length).reduce(1, Math::multiplyExact);
         if (rowElements > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("rows of " + rowElements + " values are longer than an Arrow list can be");
         }

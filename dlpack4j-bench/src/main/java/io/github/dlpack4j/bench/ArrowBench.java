@@ -41,8 +41,9 @@ public class ArrowBench {
 
     private BufferAllocator allocator;
     private Float4Vector vector;
-    /** The same values as a field declared not nullable (made by toVector over the vector's memory). */
+    /** The vector as a tensor, held open for the trial: {@link #dense} is made over its memory. */
     private Tensor view;
+    /** The same values as a field declared not nullable (made by toVector over the vector's memory). */
     private FieldVector dense;
     private float[] target;
 

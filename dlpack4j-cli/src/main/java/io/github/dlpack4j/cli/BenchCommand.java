@@ -58,17 +58,14 @@ final class BenchCommand implements Callable<Integer> {
         List<Long> todo = sizes != null ? sizes : quick ? QUICK_SIZES : DEFAULT_SIZES;
         double seconds = quick ? 0.05 : 0.5;
         double warmUp = quick ? 2 : 5; // at most, of the Java side, once per exchange
-        PythonSetup setup = PythonSetup.choose(null);
-        Python py = setup.start();
+        Python py = Python.start();
         List<Exchange.Timing> timings = new ArrayList<>();
         try (PyObject helpers = PythonSetup.helpers(py)) {
             for (Exchange e : Exchange.values()) {
                 for (String m : e.modules()) {
-                    try (PyObject found = helpers.callMethod("installed", m)) {
-                        if (!found.asBoolean()) {
-                            throw new IllegalStateException(m + " is not installed in " + py.executable() + ": "
-                                    + PythonSetup.HOW_TO);
-                        }
+                    if (!PythonSetup.installed(helpers, m)) {
+                        throw new IllegalStateException(m + " is not installed in " + py.executable() + ": "
+                                + PythonSetup.HOW_TO);
                     }
                 }
             }

@@ -39,7 +39,7 @@ final class DemoCommand implements Callable<Integer> {
         PythonSetup setup = PythonSetup.choose(null);
         Python py;
         try {
-            py = setup.start();
+            py = Python.start();
         } catch (IllegalStateException e) {
             out.println();
             out.println("No usable Python (" + setup.executable() + ", chosen by " + setup.chosenBy() + "): " + Main.oneLine(e));
@@ -96,9 +96,7 @@ final class DemoCommand implements Callable<Integer> {
         }
 
         private boolean installed(String module) {
-            try (PyObject found = helpers.callMethod("installed", module)) {
-                return found.asBoolean();
-            }
+            return PythonSetup.installed(helpers, module);
         }
 
         private void skipped(int step, String module) {

@@ -18,6 +18,7 @@ import io.github.dlpack4j.python.Python;
 import io.github.dlpack4j.python.PythonDlpack;
 import io.github.dlpack4j.python.PythonException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -52,18 +53,20 @@ final class Doctor {
         List<Library> libraries = new ArrayList<>();
         if (!jdk.nativeAccess().containsValue(false)) {
             try {
-                Python py = setup.start();
+                Python py = Python.start();
                 try (PyObject helpers = PythonSetup.helpers(py)) {
                     info = pythonInfo(py, helpers, setup);
                     Set<String> names = new LinkedHashSet<>(namesOf(helpers));
+                    Map<String, Boolean> installed = new HashMap<>();
                     for (String m : extraModules) {
-                        if (names.add(m) && !installed(helpers, m)) {
+                        if (names.add(m) && !installed.computeIfAbsent(m, x -> PythonSetup.installed(helpers, x))) {
                             problems.add(new Problem("library " + m, m + " is not installed in " + py.executable(),
                                     py.executable() + " -m pip install " + m));
                         }
                     }
                     for (String name : names) {
-                        libraries.add(library(py, helpers, name));
+                        libraries.add(library(py, helpers, name,
+                                installed.computeIfAbsent(name, x -> PythonSetup.installed(helpers, x))));
                     }
                 }
             } catch (IllegalStateException e) {
@@ -104,14 +107,8 @@ final class Doctor {
         }
     }
 
-    private static boolean installed(PyObject helpers, String module) {
-        try (PyObject found = helpers.callMethod("installed", module)) {
-            return found.asBoolean();
-        }
-    }
-
-    private Library library(Python py, PyObject helpers, String name) {
-        if (!installed(helpers, name)) {
+    private Library library(Python py, PyObject helpers, String name, boolean installed) {
+        if (!installed) {
             return new Library(name, "not-installed", null, null, null, List.of());
         }
         PyObject adapter;

@@ -81,7 +81,7 @@ public final class Main {
 
     /** The DLPack version this build speaks, e.g. {@code 1.3}. */
     static String dlpack() {
-        return DlpackVersion.MAJOR + "." + DlpackVersion.MINOR;
+        return DlpackVersion.CURRENT.toString();
     }
 
     static String projectVersion() {

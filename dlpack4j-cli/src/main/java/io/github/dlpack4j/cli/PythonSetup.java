@@ -55,16 +55,15 @@ record PythonSetup(String executable, String chosenBy) {
     }
 
     /**
-     * Starts the embedded interpreter (or joins the one this process runs already).
-     *
-     * @throws IllegalStateException whose message says what is wrong and the fix
+     * The command's Python helpers ({@code dlpack4j_cli.py}), loaded into the interpreter by the first
+     * call; later calls return the module {@code sys.modules} holds without reading or running it again.
      */
-    Python start() {
-        return Python.start();
-    }
-
-    /** The command's Python helpers ({@code dlpack4j_cli.py}), loaded once into the interpreter. */
     static PyObject helpers(Python py) {
+        PyObject loaded = py.eval("__import__('sys').modules.get('dlpack4j_cli')");
+        if (!loaded.isNone()) {
+            return loaded;
+        }
+        loaded.close();
         String source;
         try (InputStream in = PythonSetup.class.getResourceAsStream("dlpack4j_cli.py")) {
             source = new String(in.readAllBytes(), StandardCharsets.UTF_8);
@@ -75,6 +74,13 @@ record PythonSetup(String executable, String chosenBy) {
                 + "(lambda m: (exec(compile(src, 'dlpack4j_cli.py', 'exec'), m.__dict__), m)[1])"
                 + "(__import__('types').ModuleType('dlpack4j_cli')))")) {
             return load.call(source);
+        }
+    }
+
+    /** Whether {@code module} can be imported in the interpreter of {@code helpers}, without importing it. */
+    static boolean installed(PyObject helpers, String module) {
+        try (PyObject found = helpers.callMethod("installed", module)) {
+            return found.asBoolean();
         }
     }
 }
