@@ -164,7 +164,7 @@ final class ExportPool {
                 }
                 s.set(ADDRESS, deleterOffset, Exports.DELETER);
             }
-            cleanable = MemoryOwner.CLEANER.register(t, this::closeBlocks);
+            cleanable = SafetyNet.register(t, this::closeBlocks);
         } catch (RuntimeException | Error e) {
             closeBlocks();
             throw e;

@@ -26,12 +26,10 @@ import java.util.concurrent.locks.LockSupport;
  *       buffers) is a shared arena made for it, lazily, so that the JVM itself checks those accesses;
  *       only such tensors pay the handshake at release.</li>
  * </ul>
- * A {@link Cleaner} releases the owning handle's hold when every view of the memory is unreachable
- * and the handle was never closed.
+ * The {@link SafetyNet} releases the owning handle's hold when every view of the memory is
+ * unreachable and the handle was never closed.
  */
 final class MemoryOwner {
-    static final Cleaner CLEANER = Cleaner.create();
-
     /** The whole reachable block; its scope is global (checked by {@link #enter}) or the caller's. */
     final MemorySegment base;
     private final Lifetime life;
@@ -51,7 +49,7 @@ final class MemoryOwner {
      * memory is unreachable. Called once, right after {@link #create}.
      */
     Cleaner.Cleanable ownerHold() {
-        return CLEANER.register(this, life);
+        return SafetyNet.register(this, life);
     }
 
     /** Adds a holder; the memory stays allocated until it calls {@link #release()}. */

@@ -75,7 +75,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         /** A handle holding one more reference to {@code memory}, released by close or once unreachable. */
         static Handle holding(MemoryOwner memory) {
             Handle h = new Handle();
-            h.hold = MemoryOwner.CLEANER.register(h, memory::release);
+            h.hold = SafetyNet.register(h, memory::release);
             return h;
         }
 
