@@ -14,4 +14,6 @@ module io.github.dlpack4j.core {
     // The C layouts are API: a native binding (and dlpack4j-python) reads and writes the structs
     // through them. They are constants and layouts only, pinned to the C header by AbiLayoutTest.
     exports io.github.dlpack4j.abi;
+    // Shared machinery of dlpack4j's own modules, not API.
+    exports io.github.dlpack4j.internal to io.github.dlpack4j.python;
 }

@@ -1,5 +1,6 @@
 package io.github.dlpack4j;
 
+import io.github.dlpack4j.internal.SafetyNet;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;

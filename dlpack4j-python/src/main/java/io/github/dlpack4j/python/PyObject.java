@@ -1,5 +1,6 @@
 package io.github.dlpack4j.python;
 
+import io.github.dlpack4j.internal.SafetyNet;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.ref.Cleaner;
@@ -11,14 +12,12 @@ import java.lang.invoke.VarHandle;
  * One reference to a Python object. {@link #close()} releases it: at once on a thread that holds the
  * GIL, otherwise when the next thread takes the GIL (within milliseconds), so that closing never
  * waits for the GIL. A reference that is never closed is released the same way by a
- * {@code Cleaner} once the {@code PyObject} is unreachable, unless the JVM is shutting down, when it
+ * cleaner thread once the {@code PyObject} is unreachable, unless the JVM is shutting down, when it
  * is left alone (Python may be tearing down too).
  *
  * <p>Every method takes the GIL for its own duration, from whatever platform thread calls it.
  */
 public final class PyObject implements AutoCloseable {
-    private static final Cleaner CLEANER = Cleaner.create();
-
     private static final VarHandle CLOSED;
 
     static {
@@ -36,7 +35,7 @@ public final class PyObject implements AutoCloseable {
 
     private PyObject(MemorySegment ptr) {
         this.ptr = ptr;
-        this.cleanable = CLEANER.register(this, new Release(ptr.address()));
+        this.cleanable = SafetyNet.register(this, new Release(ptr.address()));
     }
 
     /** Takes over a new reference (not NULL). */

@@ -1,4 +1,4 @@
-package io.github.dlpack4j;
+package io.github.dlpack4j.internal;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -17,6 +17,8 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * round trips that cost about 50 ns a pair on the machines we measure on, which was most of what a
  * NumPy import cost beyond Python's own {@code numpy.from_dlpack}; here a registration and its
  * {@code clean()} on the same thread take no lock and one compare-and-set (about 20 ns).
+ *
+ * <p>Not API: public for dlpack4j's own modules only (exported to them alone on the module path).
  *
  * <h2>How</h2>
  * <ul>
@@ -39,7 +41,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  *       cost more than it saves.</li>
  * </ul>
  */
-final class SafetyNet {
+public final class SafetyNet {
     /** Slots per chunk; a table grows and shrinks by whole chunks and never moves an entry. */
     static final int CHUNK = 256;
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Object[].class);
@@ -69,7 +71,7 @@ final class SafetyNet {
      * @param action   the release; if the daemon runs it and it throws, the exception is dropped
      * @return the registration: {@code clean()} unregisters and runs the action (at most once)
      */
-    static Cleaner.Cleanable register(Object referent, Runnable action) {
+    public static Cleaner.Cleanable register(Object referent, Runnable action) {
         if (Thread.currentThread().isVirtual()) {
             return VIRTUAL_THREADS.register(referent, action);
         }

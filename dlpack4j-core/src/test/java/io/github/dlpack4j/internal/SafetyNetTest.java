@@ -1,4 +1,4 @@
-package io.github.dlpack4j;
+package io.github.dlpack4j.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
