@@ -252,8 +252,8 @@ final class Exports {
         return n[0];
     }
 
-    static boolean isOurDeleter(MemorySegment fn) {
-        return fn.address() == DELETER.address();
+    static boolean isOurDeleter(long fn) {
+        return fn == DELETER.address();
     }
 
     /** Exports whose deleter has not run (pool blocks that are out included, abandoned ones not). */

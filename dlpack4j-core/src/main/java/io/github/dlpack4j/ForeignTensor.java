@@ -1,6 +1,5 @@
 package io.github.dlpack4j;
 
-import static java.lang.foreign.ValueLayout.ADDRESS_UNALIGNED;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
 import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
@@ -47,10 +46,9 @@ final class ForeignTensor {
         }
     }
 
-    /** The deleter pointer of the managed struct at {@code ptr}, NULL if it has none. */
-    static MemorySegment deleterOf(MemorySegment ptr, boolean versioned) {
-        MemorySegment s = NativeMemory.at(ptr.address(), versioned ? DLManagedTensorVersioned.SIZE : DLManagedTensor.SIZE);
-        return s.get(ADDRESS_UNALIGNED, versioned ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER);
+    /** The deleter pointer of the managed struct at {@code ptr}, 0 if it has none (a long: no segment kept per import). */
+    static long deleterOf(MemorySegment ptr, boolean versioned) {
+        return NativeMemory.word(ptr.address() + (versioned ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER));
     }
 
     /**
@@ -91,7 +89,7 @@ final class ForeignTensor {
         }
         Device device = readDevice(s, dl + DLTensor.DEVICE, prefix);
         DataType dtype = readDtype(s, dl + DLTensor.DTYPE, prefix);
-        long[] shape = readArray(s.get(ADDRESS_UNALIGNED, dl + DLTensor.SHAPE), ndim, "dl_tensor.shape");
+        long[] shape = readArray(s.get(JAVA_LONG_UNALIGNED, dl + DLTensor.SHAPE), ndim, "dl_tensor.shape");
         for (int d = 0; d < ndim; d++) {
             if (shape[d] < 0) {
                 throw new DlpackException(prefix + "shape[" + d + "] = " + shape[d] + ": extents must not be negative");
@@ -105,8 +103,8 @@ final class ForeignTensor {
                 throw new DlpackException(prefix + "shape = " + Arrays.toString(shape) + ": the element count overflows 64 bits");
             }
         }
-        MemorySegment stridesPtr = s.get(ADDRESS_UNALIGNED, dl + DLTensor.STRIDES);
-        long[] strides = stridesPtr.address() == 0 && ndim > 0
+        long stridesPtr = s.get(JAVA_LONG_UNALIGNED, dl + DLTensor.STRIDES);
+        long[] strides = stridesPtr == 0 && ndim > 0
                 ? Shapes.rowMajorStrides(shape) // allowed from producers older than DLPack 1.2
                 : readArray(stridesPtr, ndim, "dl_tensor.strides");
         boolean padded = (flags & DlpackFlags.IS_SUBBYTE_TYPE_PADDED) != 0 && dtype.isSubByte();
@@ -178,14 +176,14 @@ final class ForeignTensor {
         }
     }
 
-    private static long[] readArray(MemorySegment p, int n, String field) {
+    private static long[] readArray(long p, int n, String field) {
         if (n == 0) {
             return new long[0];
         }
-        if (p.address() == 0) {
+        if (p == 0) {
             throw new DlpackException(field + " = NULL, but ndim = " + n);
         }
-        checkPointer(p.address(), 8, field);
-        return NativeMemory.longs(p.address(), n);
+        checkPointer(p, 8, field);
+        return NativeMemory.longs(p, n);
     }
 }

@@ -119,7 +119,7 @@ public final class ManagedTensor implements AutoCloseable {
         }
         // Nothing can be read from (so no deleter called for) a pointer that cannot be a struct.
         ForeignTensor.checkPointer(ptr.address(), 8, "managed tensor pointer");
-        MemorySegment deleter = ForeignTensor.deleterOf(ptr, versioned);
+        long deleter = ForeignTensor.deleterOf(ptr, versioned);
         Runnable release = new DeleterCall(deleter, ptr.address(), deleterContext);
         try {
             return ForeignTensor.read(ptr, versioned, release);
@@ -157,13 +157,13 @@ public final class ManagedTensor implements AutoCloseable {
      * through C. The release runs it once and the context once, so the deleter runs exactly once.
      */
     private static final class DeleterCall implements Runnable {
-        private final MemorySegment deleter;
+        private final long deleter;
         private final long self;
         private final Executor context;
         /** Written before the hand-over, which happens-before the context runs it (Executor's contract). */
         private boolean handedOver;
 
-        DeleterCall(MemorySegment deleter, long self, Executor context) {
+        DeleterCall(long deleter, long self, Executor context) {
             this.deleter = deleter;
             this.self = self;
             this.context = context;
@@ -176,8 +176,8 @@ public final class ManagedTensor implements AutoCloseable {
                 context.execute(this);
             } else if (Exports.isOurDeleter(deleter)) {
                 Exports.delete(self);
-            } else if (deleter.address() != 0) {
-                NativeMemory.callVoidFunction(deleter, MemorySegment.ofAddress(self));
+            } else if (deleter != 0) {
+                NativeMemory.callVoidFunction(MemorySegment.ofAddress(deleter), MemorySegment.ofAddress(self));
             }
         }
     }
