@@ -46,7 +46,6 @@ public final class SafetyNet {
     static final int CHUNK = 256;
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Object[].class);
     private static final ReferenceQueue<Object> QUEUE = new ReferenceQueue<>();
-    private static final Cleaner VIRTUAL_THREADS = Cleaner.create();
     /** Every table whose entries may still be registered: live threads' and ended threads' not yet empty. */
     private static final ConcurrentLinkedQueue<Table> TABLES = new ConcurrentLinkedQueue<>();
     private static final ThreadLocal<Table> TABLE = ThreadLocal.withInitial(() -> {
@@ -73,9 +72,14 @@ public final class SafetyNet {
      */
     public static Cleaner.Cleanable register(Object referent, Runnable action) {
         if (Thread.currentThread().isVirtual()) {
-            return VIRTUAL_THREADS.register(referent, action);
+            return VirtualThreads.CLEANER.register(referent, action);
         }
         return TABLE.get().register(referent, action);
+    }
+
+    /** The cleaner of virtual threads' registrations, and its thread, made on first use. */
+    private static final class VirtualThreads {
+        static final Cleaner CLEANER = Cleaner.create();
     }
 
     /** One registration: a phantom reference to the referent, kept reachable by its slot. */
