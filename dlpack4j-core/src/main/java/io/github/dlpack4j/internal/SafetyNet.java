@@ -109,7 +109,7 @@ public final class SafetyNet {
 
         /** Takes this entry out of its slot; true for the one caller that did, who runs the action. */
         private boolean take() {
-            if (!SLOT.compareAndSet(chunk, index, this, null)) {
+            if (!SLOT.compareAndSet(chunk, index, (Object) this, (Object) null)) {
                 return false;
             }
             if (Thread.currentThread() == table.owner) {
@@ -155,7 +155,7 @@ public final class SafetyNet {
             int slot = free[--top];
             Object[] chunk = chunks[slot / CHUNK];
             Entry e = new Entry(referent, action, this, chunk, slot);
-            SLOT.setRelease(chunk, slot % CHUNK, e);
+            SLOT.setRelease(chunk, slot % CHUNK, (Object) e);
             return e;
         }
 

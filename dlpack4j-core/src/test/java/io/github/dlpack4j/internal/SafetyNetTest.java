@@ -29,15 +29,11 @@ class SafetyNetTest {
         return new Registered(referent, SafetyNet.register(referent, () -> runs.incrementAndGet(i)));
     }
 
-    private static void awaitCollected(BooleanSupplier done) {
+    /** Collects until {@code done} (at most two seconds): the daemon releases what became unreachable. */
+    private static void awaitCollected(BooleanSupplier done) throws InterruptedException {
         for (int i = 0; i < 200 && !done.getAsBoolean(); i++) {
             System.gc();
-            try {
-                Thread.sleep(10);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
+            Thread.sleep(10);
         }
     }
 
@@ -56,7 +52,7 @@ class SafetyNetTest {
     }
 
     @Test
-    void cleanRunsTheActionOnceAndNeverAgainAfterTheReferentIsCollected() {
+    void cleanRunsTheActionOnceAndNeverAgainAfterTheReferentIsCollected() throws InterruptedException {
         AtomicIntegerArray runs = new AtomicIntegerArray(1);
         Cleaner.Cleanable c = register(runs, 0).cleanable();
         c.clean();
@@ -67,7 +63,7 @@ class SafetyNetTest {
     }
 
     @Test
-    void anUnreachableReferentHasItsActionRunOnceByTheDaemon() {
+    void anUnreachableReferentHasItsActionRunOnceByTheDaemon() throws InterruptedException {
         AtomicIntegerArray runs = new AtomicIntegerArray(1_000);
         for (int i = 0; i < runs.length(); i++) {
             register(runs, i); // dropped
@@ -77,7 +73,7 @@ class SafetyNetTest {
     }
 
     @Test
-    void aReachableReferentKeepsItsActionFromRunning() {
+    void aReachableReferentKeepsItsActionFromRunning() throws InterruptedException {
         AtomicIntegerArray runs = new AtomicIntegerArray(1);
         Registered kept = register(runs, 0);
         awaitCollected(() -> runs.get(0) != 0);
