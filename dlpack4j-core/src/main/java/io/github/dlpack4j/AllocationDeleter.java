@@ -20,6 +20,7 @@ public final class AllocationDeleter implements AutoCloseable {
     @Override
     public void close() {
         handle.close();
+        java.lang.ref.Reference.reachabilityFence(this); // keeps the watched memory reachable: the deleter runs here
     }
 
     /** {@return whether {@link #close()} has run} */

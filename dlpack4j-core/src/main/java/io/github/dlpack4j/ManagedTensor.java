@@ -237,6 +237,7 @@ public final class ManagedTensor implements AutoCloseable {
         if (STATE.compareAndSet(this, OPEN, CLOSED)) {
             tensor.handle().close();
         }
+        java.lang.ref.Reference.reachabilityFence(this); // keeps the watched memory reachable: the deleter runs here
     }
 
     @Override

@@ -86,6 +86,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
                 return false;
             }
             hold.clean();
+            java.lang.ref.Reference.reachabilityFence(this); // the referent of a share's hold
             return true;
         }
 
@@ -1067,6 +1068,9 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
             closePool(versionedPool);
             closePool(legacyPool);
         }
+        // This tensor (or its memory) is what the safety net watches: reachable until the release
+        // above is done, so that it runs here and not on the cleaner thread.
+        java.lang.ref.Reference.reachabilityFence(this);
     }
 
     private static void closePool(ExportPool pool) {

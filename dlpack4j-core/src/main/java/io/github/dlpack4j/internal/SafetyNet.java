@@ -7,7 +7,8 @@ import java.lang.ref.PhantomReference;
 import java.lang.ref.Reference;
 import java.lang.ref.ReferenceQueue;
 import java.util.Arrays;
-import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Runs an action once an object has become unreachable, unless the action ran first through the
@@ -28,8 +29,9 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  *       it from the queue.</li>
  *   <li>Taking an entry out of its slot (a compare-and-set from the entry to null) is what gives
  *       the right to run the action: {@code clean()}, on any thread, and the daemon both try, one
- *       wins, and the action runs exactly once. An entry out of its slot is unreachable with its
- *       referent and costs the collector nothing more.</li>
+ *       wins, and the action runs exactly once. An entry out of its slot is cleared, so the
+ *       collector never enqueues it; it lives on only as long as whoever holds its
+ *       {@code Cleanable}.</li>
  *   <li>Only the owning thread reuses slots: its own {@code clean()}s put them on a free stack;
  *       slots that other threads or the daemon emptied are found by a scan when the stack runs out,
  *       before the table grows. A table shrinks back to one chunk when its owner empties it, and
@@ -46,17 +48,23 @@ public final class SafetyNet {
     static final int CHUNK = 256;
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Object[].class);
     private static final ReferenceQueue<Object> QUEUE = new ReferenceQueue<>();
-    /** Every table whose entries may still be registered: live threads' and ended threads' not yet empty. */
-    private static final ConcurrentLinkedQueue<Table> TABLES = new ConcurrentLinkedQueue<>();
-    private static final ThreadLocal<Table> TABLE = ThreadLocal.withInitial(() -> {
-        Table t = new Table(Thread.currentThread());
-        TABLES.add(t);
-        return t;
-    });
+    /**
+     * Every table whose entries may still be registered, by owner: live threads' and ended threads'
+     * not yet empty. Found again by a thread whose thread-locals were wiped (an idle common-pool
+     * worker's are), so that such a thread never gets a second table.
+     */
+    private static final ConcurrentHashMap<Thread, Table> TABLES = new ConcurrentHashMap<>();
+    private static final ThreadLocal<Table> TABLE = ThreadLocal.withInitial(
+            () -> TABLES.computeIfAbsent(Thread.currentThread(), Table::new));
     private static final long SWEEP_NANOS = 1_000_000_000L;
 
     static {
-        Thread.ofPlatform().daemon().name("dlpack4j-cleaner").start(SafetyNet::cleanForever);
+        // Nothing of the thread that happens to load this class: no inherited thread-locals, no
+        // context class loader to pin.
+        Thread daemon = Thread.ofPlatform().daemon().name("dlpack4j-cleaner").inheritInheritableThreadLocals(false)
+                .unstarted(SafetyNet::cleanForever);
+        daemon.setContextClassLoader(null);
+        daemon.start();
     }
 
     private SafetyNet() {}
@@ -71,6 +79,8 @@ public final class SafetyNet {
      * @return the registration: {@code clean()} unregisters and runs the action (at most once)
      */
     public static Cleaner.Cleanable register(Object referent, Runnable action) {
+        Objects.requireNonNull(referent, "referent");
+        Objects.requireNonNull(action, "action");
         if (Thread.currentThread().isVirtual()) {
             return VirtualThreads.CLEANER.register(referent, action);
         }
@@ -171,11 +181,21 @@ public final class SafetyNet {
             }
         }
 
-        /** After a burst of live registrations, all cleaned: back to one chunk. */
+        /**
+         * After a burst of live registrations, all cleaned: back to one chunk. It runs between
+         * taking an entry and running its action, so nothing here may throw: a smaller stack is
+         * allocated first, and only if it can be.
+         */
         private void shrinkToOneChunk() {
+            int[] smaller;
+            try {
+                smaller = new int[CHUNK];
+            } catch (OutOfMemoryError e) {
+                smaller = free; // large enough; the next refill trims it
+            }
             Arrays.fill(chunks, 1, count, null);
             count = 1;
-            free = new int[CHUNK];
+            free = smaller;
             for (top = 0; top < CHUNK; top++) {
                 free[top] = CHUNK - 1 - top;
             }
@@ -204,18 +224,18 @@ public final class SafetyNet {
                 chunks[--count] = null;
             }
             int keep = count;
-            if (2 * empty < count * CHUNK || count == 0) {
-                int grown = Math.max(1, count * 2);
-                if (grown > chunks.length) {
-                    chunks = Arrays.copyOf(chunks, grown);
-                }
-                while (count < grown) {
-                    chunks[count++] = new Object[CHUNK];
-                }
+            int target = 2 * empty < count * CHUNK || count == 0 ? Math.max(1, count * 2) : count;
+            // All allocated before anything changes: an OutOfMemoryError leaves the table as it was.
+            Object[][] table = target > chunks.length ? Arrays.copyOf(chunks, target) : chunks;
+            Object[][] added = new Object[target - count][];
+            for (int i = 0; i < added.length; i++) {
+                added[i] = new Object[CHUNK];
             }
-            if (free.length < count * CHUNK || free.length > 4 * count * CHUNK) {
-                free = new int[count * CHUNK];
-            }
+            int[] stack = free.length < target * CHUNK || free.length > 4 * target * CHUNK ? new int[target * CHUNK] : free;
+            System.arraycopy(added, 0, table, count, added.length);
+            chunks = table;
+            count = target;
+            free = stack;
             // Highest first on the stack's bottom, so the lowest slots are used first.
             top = 0;
             for (int c = count - 1; c >= 0; c--) {
@@ -256,7 +276,7 @@ public final class SafetyNet {
                 }
                 if (System.nanoTime() - lastSweep >= SWEEP_NANOS) {
                     lastSweep = System.nanoTime();
-                    TABLES.removeIf(t -> !t.owner.isAlive() && t.isEmpty());
+                    TABLES.values().removeIf(t -> !t.owner.isAlive() && t.isEmpty());
                 }
             } catch (Throwable ignored) {
                 // Interrupts and anything else: the daemon outlives them.
@@ -267,6 +287,11 @@ public final class SafetyNet {
     /** For tests: tables still kept (live threads' and ended threads' with entries). */
     static int tables() {
         return TABLES.size();
+    }
+
+    /** For tests: whether {@code thread}'s table is still kept. */
+    static boolean hasTable(Thread thread) {
+        return TABLES.containsKey(thread);
     }
 
     /** For tests: the calling platform thread's table size, in slots. */

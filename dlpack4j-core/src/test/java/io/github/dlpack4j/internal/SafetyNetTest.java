@@ -147,7 +147,7 @@ class SafetyNetTest {
             }
         });
         t.join();
-        int tablesWithIt = SafetyNet.tables();
+        assertThat(SafetyNet.hasTable(t)).as("kept while it holds entries").isTrue();
         for (Registered r : handedOver) {
             r.cleanable().clean();
         }
@@ -156,10 +156,84 @@ class SafetyNetTest {
         assertEachRanOnce(runs);
         // The daemon looks at ended threads' tables about once a second.
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (SafetyNet.tables() >= tablesWithIt && System.nanoTime() < deadline) {
+        while (SafetyNet.hasTable(t) && System.nanoTime() < deadline) {
             Thread.sleep(50);
         }
-        assertThat(SafetyNet.tables()).isLessThan(tablesWithIt);
+        assertThat(SafetyNet.hasTable(t)).as("dropped once empty").isFalse();
+    }
+
+    @Test
+    void commonPoolWorkersWhoseThreadLocalsAreWipedWhenIdleKeepOneTableEach() throws Exception {
+        // An idle common-pool worker's thread-locals are wiped: it must find its table again.
+        AtomicIntegerArray runs = new AtomicIntegerArray(20 * 64);
+        int before = SafetyNet.tables();
+        for (int burst = 0; burst < 20; burst++) {
+            int base = burst * 64;
+            java.util.stream.IntStream.range(0, 64).parallel()
+                    .forEach(i -> register(runs, base + i).cleanable().clean());
+            Thread.sleep(50);
+        }
+        assertEachRanOnce(runs);
+        int workers = java.util.concurrent.ForkJoinPool.getCommonPoolParallelism();
+        assertThat(SafetyNet.tables()).isLessThanOrEqualTo(before + workers + 1);
+    }
+
+    @Test
+    void aLongLivedRegistrationSurvivesTheEmptyChunksAboveItBeingDroppedAndIsStillReleasedOnce() throws Exception {
+        AtomicIntegerArray burst = new AtomicIntegerArray(16 * SafetyNet.CHUNK - 1);
+        AtomicIntegerArray kept = new AtomicIntegerArray(1);
+        List<Registered> live = new ArrayList<>();
+        Registered longLived = null;
+        for (int i = 0; i < burst.length(); i++) {
+            live.add(register(burst, i));
+            if (i == 8 * SafetyNet.CHUNK - 1) {
+                longLived = register(kept, 0); // in the middle of a table of 16 chunks
+            }
+        }
+        int grown = SafetyNet.capacityOfThisThread();
+        // Cleaned on another thread: their slots are not on this thread's stack, so its next
+        // registration finds the stack dry and scans a table that is empty but for one entry.
+        CompletableFuture.runAsync(() -> live.forEach(r -> r.cleanable().clean())).get(30, TimeUnit.SECONDS);
+        live.clear();
+        register(new AtomicIntegerArray(1), 0).cleanable().clean();
+        assertThat(SafetyNet.capacityOfThisThread()).as("the empty chunks above the long-lived entry dropped")
+                .isLessThan(grown).isGreaterThan(8 * SafetyNet.CHUNK);
+        assertEachRanOnce(burst);
+        assertThat(kept.get(0)).isZero();
+        java.lang.ref.Reference.reachabilityFence(longLived); // reachable until here (not released early),
+        longLived = null; // and then unreachable (an interpreted frame would keep it): only the safety net releases it
+        awaitCollected(() -> kept.get(0) != 0);
+        assertThat(kept.get(0)).isOne();
+    }
+
+    @Test
+    void anActionThatThrowsOrRegistersAgainLeavesTheTableWorking() throws InterruptedException {
+        AtomicIntegerArray runs = new AtomicIntegerArray(3 * SafetyNet.CHUNK);
+        for (int i = 0; i < runs.length(); i++) {
+            registerTroublesome(runs, i, i % 2 == 0);
+        }
+        awaitCollected(() -> total(runs) == runs.length()); // the odd ones: by the daemon, which drops what they throw
+        assertEachRanOnce(runs);
+    }
+
+    /** A registration whose action throws (n % 3 == 0) or registers and cleans another (n % 3 == 1). */
+    private static void registerTroublesome(AtomicIntegerArray runs, int n, boolean clean) {
+        Cleaner.Cleanable c = SafetyNet.register(new Object(), () -> {
+            runs.incrementAndGet(n);
+            if (n % 3 == 0) {
+                throw new IllegalStateException("an action that throws");
+            }
+            if (n % 3 == 1) {
+                SafetyNet.register(new Object(), () -> { }).clean(); // re-entrant
+            }
+        });
+        if (clean) {
+            try {
+                c.clean();
+            } catch (IllegalStateException expected) {
+                // clean() passes the action's exception on, as Cleaner's does
+            }
+        }
     }
 
     @Test

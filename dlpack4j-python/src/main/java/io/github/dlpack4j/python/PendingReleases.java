@@ -131,11 +131,13 @@ final class PendingReleases {
     private static void flushLoop() {
         while (true) {
             LockSupport.parkNanos(FLUSH_DELAY_NANOS); // callers usually drain it for free first
-            if (head != null && !Python.isShuttingDown()) {
+            if (head != null && Python.enterInternalHold()) {
                 try {
                     Gil.release(Gil.acquire()); // acquire drains
                 } catch (Throwable t) {
                     // Never let the flusher die; the next caller drains instead.
+                } finally {
+                    Python.exitInternalHold();
                 }
             }
         }

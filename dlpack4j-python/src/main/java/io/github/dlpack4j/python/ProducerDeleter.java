@@ -52,11 +52,18 @@ final class ProducerDeleter extends PendingReleases.Node implements Executor {
             return;
         }
         due = null;
-        int g = Gil.acquire(); // runs the queued ones first
+        if (!Python.enterInternalHold()) {
+            return; // the JVM is shutting down: leaked, as above
+        }
         try {
-            deleter.run();
+            int g = Gil.acquire(); // runs the queued ones first
+            try {
+                deleter.run();
+            } finally {
+                Gil.release(g);
+            }
         } finally {
-            Gil.release(g);
+            Python.exitInternalHold();
         }
     }
 

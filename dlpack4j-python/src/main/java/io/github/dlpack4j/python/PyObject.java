@@ -325,6 +325,9 @@ public final class PyObject implements AutoCloseable {
         if (CLOSED.compareAndSet(this, false, true)) {
             cleanable.clean();
         }
+        // This object is the safety net's referent: reachable until clean() is done, so that the
+        // release runs here, now, and not on the cleaner thread.
+        java.lang.ref.Reference.reachabilityFence(this);
     }
 
     /** {@return whether {@link #close()} was called} */

@@ -219,7 +219,42 @@ public final class Python {
     }
 
     private static void installShutdownHook() {
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> shuttingDown = true, "dlpack4j-python-shutdown"));
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            shuttingDown = true;
+            // The JVM stops every thread where it is once the hooks are done: none of ours may be
+            // holding the GIL then (see enterInternalHold). Holds are short; five seconds is a bound.
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (INTERNAL_HOLDS.get() != 0 && System.nanoTime() - deadline < 0) {
+                java.util.concurrent.locks.LockSupport.parkNanos(1_000_000L);
+            }
+        }, "dlpack4j-python-shutdown"));
+    }
+
+    /** GIL holds that dlpack4j takes on its own account, in progress now. */
+    private static final java.util.concurrent.atomic.AtomicInteger INTERNAL_HOLDS = new java.util.concurrent.atomic.AtomicInteger();
+
+    /**
+     * Begins a GIL hold that dlpack4j takes on its own account (the release flusher; a close that
+     * runs queued deleters past the queue's bound), or says no once the JVM's shutdown began. The
+     * shutdown hook waits for such holds to end: a thread stopped by the JVM's exit while it holds
+     * the GIL hangs the exit once torch is imported, whose exit-time destructors take the GIL.
+     * The count is raised before the flag is read and the hook sets the flag before it reads the
+     * count, so one of the two always sees the other.
+     *
+     * @return whether the hold may begin; if so, {@link #exitInternalHold()} must follow
+     */
+    static boolean enterInternalHold() {
+        INTERNAL_HOLDS.incrementAndGet();
+        if (shuttingDown) {
+            INTERNAL_HOLDS.decrementAndGet();
+            return false;
+        }
+        return true;
+    }
+
+    /** Ends a hold begun by {@link #enterInternalHold()}. */
+    static void exitInternalHold() {
+        INTERNAL_HOLDS.decrementAndGet();
     }
 
     /** From a host's exit on ({@link HostExit}): like the JVM's own shutdown, references are left alone. */
