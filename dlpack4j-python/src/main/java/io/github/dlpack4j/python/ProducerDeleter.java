@@ -52,6 +52,11 @@ final class ProducerDeleter extends PendingReleases.Node implements Executor {
             return;
         }
         due = null;
+        runPastTheBound(deleter);
+    }
+
+    /** The queue is full: this thread takes the GIL and runs the queued deleters and this one (cold, kept out of {@link #execute}). */
+    private static void runPastTheBound(Runnable deleter) {
         if (!Python.enterInternalHold()) {
             return; // the JVM is shutting down: leaked, as above
         }
