@@ -1,6 +1,7 @@
 package dlpack4j.tests;
 
 import io.github.dlpack4j.DataType;
+import io.github.dlpack4j.Dlpack;
 import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
@@ -57,9 +58,21 @@ public final class Reductions {
         kept = null;
     }
 
-    /** Asks the JVM to collect garbage and run cleaners, a few times. */
+    /**
+     * Asks the JVM to collect garbage and run cleaners until the library's native bytes and live
+     * exports stay the same over two rounds (at least three rounds, at most twenty).
+     */
     public static void collect() throws InterruptedException {
-        for (int i = 0; i < 3; i++) {
+        long previousBytes = -1;
+        int previousExports = -1;
+        for (int i = 0; i < 20; i++) {
+            long bytes = Dlpack.nativeBytesInUse();
+            int exports = Dlpack.liveExports();
+            if (bytes == previousBytes && exports == previousExports && i >= 3) {
+                return;
+            }
+            previousBytes = bytes;
+            previousExports = exports;
             System.gc();
             Thread.sleep(20);
         }
