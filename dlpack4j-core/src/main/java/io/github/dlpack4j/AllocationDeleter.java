@@ -1,5 +1,7 @@
 package io.github.dlpack4j;
 
+import java.lang.ref.Reference;
+
 /**
  * The duty to release one foreign allocation, moved out of a {@link ManagedTensor} by
  * {@link ManagedTensor#intoDeleter()}: a container that keeps the data pointer and metadata itself
@@ -20,7 +22,7 @@ public final class AllocationDeleter implements AutoCloseable {
     @Override
     public void close() {
         handle.close();
-        java.lang.ref.Reference.reachabilityFence(this); // keeps the watched memory reachable: the deleter runs here
+        Reference.reachabilityFence(this); // keeps the watched memory reachable: the deleter runs here
     }
 
     /** {@return whether {@link #close()} has run} */

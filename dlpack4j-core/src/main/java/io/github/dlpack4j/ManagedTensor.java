@@ -1,6 +1,7 @@
 package io.github.dlpack4j;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.ref.Reference;
 import java.util.Objects;
 import java.util.concurrent.Executor;
 
@@ -237,7 +238,7 @@ public final class ManagedTensor implements AutoCloseable {
         if (STATE.compareAndSet(this, OPEN, CLOSED)) {
             tensor.handle().close();
         }
-        java.lang.ref.Reference.reachabilityFence(this); // keeps the watched memory reachable: the deleter runs here
+        Reference.reachabilityFence(this); // keeps the watched memory reachable: the deleter runs here
     }
 
     @Override

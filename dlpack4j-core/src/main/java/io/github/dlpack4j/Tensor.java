@@ -11,6 +11,7 @@ import io.github.dlpack4j.internal.SafetyNet;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.nio.Buffer;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -86,7 +87,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
                 return false;
             }
             hold.clean();
-            java.lang.ref.Reference.reachabilityFence(this); // the referent of a share's hold
+            Reference.reachabilityFence(this); // the referent of a share's hold
             return true;
         }
 
@@ -1070,7 +1071,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         }
         // This tensor (or its memory) is what the safety net watches: reachable until the release
         // above is done, so that it runs here and not on the cleaner thread.
-        java.lang.ref.Reference.reachabilityFence(this);
+        Reference.reachabilityFence(this);
     }
 
     private static void closePool(ExportPool pool) {

@@ -81,6 +81,31 @@ final class Gil {
         }
     }
 
+    /**
+     * Runs {@code body} holding the GIL on dlpack4j's own account (the release flusher, a close
+     * past the release queue's bound), unless the JVM's shutdown began: the shutdown hook waits for
+     * such holds, so that the JVM never stops one of our threads holding the GIL
+     * ({@link Python#enterInternalHold()}). Taking the GIL runs the queued releases first.
+     *
+     * @return whether {@code body} ran
+     */
+    static boolean runOwnHold(Runnable body) {
+        if (!Python.enterInternalHold()) {
+            return false;
+        }
+        try {
+            int g = acquire();
+            try {
+                body.run();
+            } finally {
+                release(g);
+            }
+        } finally {
+            Python.exitInternalHold();
+        }
+        return true;
+    }
+
     /** A body run with the GIL held; may call the C API and throw what its downcalls declare. */
     @FunctionalInterface
     interface Body<T> {

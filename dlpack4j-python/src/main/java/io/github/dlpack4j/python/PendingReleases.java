@@ -128,16 +128,16 @@ final class PendingReleases {
         }
     }
 
+    private static final Runnable NOTHING = () -> { };
+
     private static void flushLoop() {
         while (true) {
             LockSupport.parkNanos(FLUSH_DELAY_NANOS); // callers usually drain it for free first
-            if (head != null && Python.enterInternalHold()) {
+            if (head != null) {
                 try {
-                    Gil.release(Gil.acquire()); // acquire drains
+                    Gil.runOwnHold(NOTHING); // taking the GIL drains
                 } catch (Throwable t) {
                     // Never let the flusher die; the next caller drains instead.
-                } finally {
-                    Python.exitInternalHold();
                 }
             }
         }

@@ -52,24 +52,7 @@ final class ProducerDeleter extends PendingReleases.Node implements Executor {
             return;
         }
         due = null;
-        runPastTheBound(deleter);
-    }
-
-    /** The queue is full: this thread takes the GIL and runs the queued deleters and this one (cold, kept out of {@link #execute}). */
-    private static void runPastTheBound(Runnable deleter) {
-        if (!Python.enterInternalHold()) {
-            return; // the JVM is shutting down: leaked, as above
-        }
-        try {
-            int g = Gil.acquire(); // runs the queued ones first
-            try {
-                deleter.run();
-            } finally {
-                Gil.release(g);
-            }
-        } finally {
-            Python.exitInternalHold();
-        }
+        Gil.runOwnHold(deleter); // the queued ones first, then this one; leaked if the JVM is shutting down
     }
 
     @Override

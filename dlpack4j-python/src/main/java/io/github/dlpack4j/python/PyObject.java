@@ -4,6 +4,7 @@ import io.github.dlpack4j.internal.SafetyNet;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.util.Map;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -327,7 +328,7 @@ public final class PyObject implements AutoCloseable {
         }
         // This object is the safety net's referent: reachable until clean() is done, so that the
         // release runs here, now, and not on the cleaner thread.
-        java.lang.ref.Reference.reachabilityFence(this);
+        Reference.reachabilityFence(this);
     }
 
     /** {@return whether {@link #close()} was called} */

@@ -8,6 +8,8 @@ import java.lang.invoke.MethodHandle;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Supplier;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The CPython interpreter of this process, embedded through FFM (no JNI).
@@ -225,13 +227,13 @@ public final class Python {
             // holding the GIL then (see enterInternalHold). Holds are short; five seconds is a bound.
             long deadline = System.nanoTime() + 5_000_000_000L;
             while (INTERNAL_HOLDS.get() != 0 && System.nanoTime() - deadline < 0) {
-                java.util.concurrent.locks.LockSupport.parkNanos(1_000_000L);
+                LockSupport.parkNanos(1_000_000L);
             }
         }, "dlpack4j-python-shutdown"));
     }
 
     /** GIL holds that dlpack4j takes on its own account, in progress now. */
-    private static final java.util.concurrent.atomic.AtomicInteger INTERNAL_HOLDS = new java.util.concurrent.atomic.AtomicInteger();
+    private static final AtomicInteger INTERNAL_HOLDS = new AtomicInteger();
 
     /**
      * Begins a GIL hold that dlpack4j takes on its own account (the release flusher; a close that

@@ -128,17 +128,7 @@ class DeferredDeleterTest {
             RAISING = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(raising_deleter)
             raising_keep = []
             def raising_capsule():
-                buf = (ctypes.c_double * 2)(1, 2)
-                shape = (ctypes.c_int64 * 1)(2)
-                strides = (ctypes.c_int64 * 1)(1)
-                s = Versioned(1, 3, None, ctypes.cast(RAISING, ctypes.c_void_p), 0,
-                              DLTensor(ctypes.addressof(buf), 1, 0, 1, 2, 64, 1,
-                                       ctypes.addressof(shape), ctypes.addressof(strides), 0))
-                raising_keep.append((buf, shape, strides, s))
-                new = ctypes.pythonapi.PyCapsule_New
-                new.restype = ctypes.py_object
-                new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-                return new(ctypes.addressof(s), b'dltensor_versioned', None)
+                return versioned_capsule([1, 2], RAISING, raising_keep)
             """;
 
     @Test

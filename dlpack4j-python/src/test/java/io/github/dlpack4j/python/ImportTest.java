@@ -235,17 +235,7 @@ class ImportTest {
             DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda p: deleted.append(p))
             keep = []
             def handmade(major=1, ndim=1):
-                buf = (ctypes.c_double * 4)(1, 2, 3, 4)
-                shape = (ctypes.c_int64 * 1)(4)
-                strides = (ctypes.c_int64 * 1)(1)
-                s = Versioned(major, 3, None, ctypes.cast(DELETER, ctypes.c_void_p), 0,
-                              DLTensor(ctypes.addressof(buf), 1, 0, ndim, 2, 64, 1,
-                                       ctypes.addressof(shape), ctypes.addressof(strides), 0))
-                keep.append((buf, shape, strides, s))
-                new = ctypes.pythonapi.PyCapsule_New
-                new.restype = ctypes.py_object
-                new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-                return new(ctypes.addressof(s), b'dltensor_versioned', None)
+                return versioned_capsule([1, 2, 3, 4], DELETER, keep, major, ndim)
             """;
 
     @Test
