@@ -40,7 +40,7 @@ ensure_maven() {
     fi
     say "fetching Maven $MAVEN_VERSION into $repo"
     (cd "${TMPDIR:-/tmp}" && MAVEN_OPTS="--sun-misc-unsafe-memory-access=allow" mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get \
-      -Dartifact="org.apache.maven:apache-maven:$MAVEN_VERSION:zip:bin" -Dtransitive=false) ||
+      -Dmaven.repo.local="$repo" -Dartifact="org.apache.maven:apache-maven:$MAVEN_VERSION:zip:bin" -Dtransitive=false) ||
       die "could not fetch org.apache.maven:apache-maven:$MAVEN_VERSION from Maven Central"
   fi
   command -v unzip >/dev/null || { apt-get update -qq && apt-get install -y -qq unzip >/dev/null; } ||
@@ -51,10 +51,11 @@ ensure_maven() {
   export MVNW_USERNAME=local MVNW_PASSWORD=local
 }
 
+# Every build, the examples' included, uses MAVEN_LOCAL_REPO when it is set.
 mvnw() {
   ensure_jdk
   ensure_maven
-  (cd "$DLPACK4J_ROOT" && ./mvnw -B -ntp "$@")
+  (cd "$DLPACK4J_ROOT" && ./mvnw -B -ntp ${MAVEN_LOCAL_REPO:+-Dmaven.repo.local="$MAVEN_LOCAL_REPO"} "$@")
 }
 
 # The project's Python environments, made from pip's configured index:
@@ -133,7 +134,7 @@ build_wheel() {
   local version jars="$DLPACK4J_ROOT/python/src/dlpack4j/jars" m wheel
   version="$(project_version)"
   [ -n "$version" ] || die "could not read the project version from pom.xml"
-  wheel="$(ls "$DLPACK4J_ROOT"/python/dist/dlpack4j-*.whl 2>/dev/null | head -n 1)"
+  wheel="$(newest_wheel)"
   if [ -n "$wheel" ] && [ -z "$(find "$DLPACK4J_ROOT"/dlpack4j-{core,python}/target/dlpack4j-{core,python}-"$version".jar \
        "$DLPACK4J_ROOT/python/src" "$DLPACK4J_ROOT/python/pyproject.toml" "$DLPACK4J_ROOT/python/README.md" \
        -newer "$wheel" -not -path "*/jars/*" -not -name "__pycache__" -not -path "*/__pycache__/*" -print -quit 2>/dev/null)" ]; then
@@ -149,7 +150,18 @@ build_wheel() {
   say "building the dlpack4j wheel"
   "$DLPACK4J_PYTHON_BASE" -m pip wheel -q --no-deps --retries 1 -w "$DLPACK4J_ROOT/python/dist" "$DLPACK4J_ROOT/python" >&2 ||
     die "building the wheel failed"
-  ls "$DLPACK4J_ROOT"/python/dist/dlpack4j-*.whl
+  wheel="$(newest_wheel)"
+  [ -n "$wheel" ] || die "pip wheel wrote no dlpack4j-*.whl into python/dist"
+  echo "$wheel"
+}
+
+# The wheel in python/dist, or nothing when there is none yet (a fresh clone).
+newest_wheel() {
+  local w
+  for w in "$DLPACK4J_ROOT"/python/dist/dlpack4j-*.whl; do
+    [ -f "$w" ] && echo "$w" && return
+  done
+  return 0
 }
 
 # The Python package's own suite: the wheel installed into .venv-jpype, ruff, then pytest.
