@@ -84,6 +84,7 @@ final class CApi {
     static final MethodHandle PyModule_GetDict = fn("PyModule_GetDict", P_P);
 
     // Objects
+    static final MethodHandle PyObject_GetAttr = fn("PyObject_GetAttr", P_PP);
     static final MethodHandle PyObject_GetAttrString = fn("PyObject_GetAttrString", P_PP);
     static final MethodHandle PyObject_SetAttrString = fn("PyObject_SetAttrString", I_PPP);
     static final MethodHandle PyObject_HasAttrString = fn("PyObject_HasAttrString", I_PP);

@@ -27,7 +27,6 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 
 /**
@@ -43,7 +42,6 @@ import java.util.function.Function;
  */
 public final class ExchangeApi {
     private static final MemorySegment CAPSULE_NAME = Arena.global().allocateFrom("dlpack_exchange_api");
-    private static final ConcurrentHashMap<Long, Found> BY_TYPE = new ConcurrentHashMap<>();
     private static final Linker LINKER = Linker.nativeLinker();
     private static final MethodHandle ALLOCATOR_INVOKER = LINKER.downcallHandle(DLPackExchangeAPI.MANAGED_TENSOR_ALLOCATOR_FN);
     private static final MethodHandle TWO_POINTER_INVOKER = LINKER.downcallHandle(DLPackExchangeAPI.MANAGED_TENSOR_FROM_PY_OBJECT_NO_SYNC_FN);
@@ -65,11 +63,14 @@ public final class ExchangeApi {
     private final DlpackVersion version;
     @SuppressWarnings("unused") // keeps the producer's type (and so its static table) alive with the cache
     private final PyObject type;
+    /** What the producer's {@code __dlpack__} would refuse that its table does not (torch); null if nothing. */
+    private final TorchChecks torch;
 
-    private ExchangeApi(MemorySegment table, DlpackVersion version, PyObject type) {
+    private ExchangeApi(MemorySegment table, DlpackVersion version, PyObject type, TorchChecks torch) {
         this.table = table;
         this.version = version;
         this.type = type;
+        this.torch = torch;
     }
 
     /**
@@ -82,38 +83,19 @@ public final class ExchangeApi {
         return Gil.with(() -> Optional.ofNullable(forObject(obj.borrow())));
     }
 
-    /**
-     * What was found for one type, with a reference to the type: the type cannot be freed while it
-     * is cached, so its address cannot come back as another type's.
-     */
-    private record Found(PyObject type, ExchangeApi api) {}
-
-    /** The type most recently looked up and its table (or null): imports usually repeat a type. */
-    private record LastLookup(long type, ExchangeApi api) {}
-
-    private static volatile LastLookup last = new LastLookup(0, null);
-
     /** {@link #fromObject} for a borrowed object pointer, with the GIL held; null if there is none. */
     static ExchangeApi forObject(MemorySegment obj) throws Throwable {
-        long type = Py.typeOf(obj); // the cache holds each type it saw alive, so its address cannot be reused
-        LastLookup l = last;
-        if (l.type() == type) {
-            return l.api();
-        }
-        Found found = BY_TYPE.get(type);
-        if (found == null) {
-            MemorySegment t = MemorySegment.ofAddress(type);
-            Py.incRef(t);
-            PyObject kept = PyObject.steal(t); // the cache keeps this reference for good
-            found = new Found(kept, discover(kept).orElse(null));
-            BY_TYPE.put(type, found);
-        }
-        last = new LastLookup(type, found.api());
-        return found.api();
+        return ProducerType.of(obj).api();
     }
 
-    private static Optional<ExchangeApi> discover(PyObject type) throws Throwable {
-        if (!type.hasAttr("__dlpack_c_exchange_api__")) {
+    /**
+     * The table of {@code type}, if it has one this consumer understands and does not override the
+     * {@code __dlpack__} of the class that published the table (the table would bypass the override).
+     *
+     * @param torch the checks that {@code type}'s {@code __dlpack__} makes, or null
+     */
+    static Optional<ExchangeApi> discover(PyObject type, TorchChecks torch) throws Throwable {
+        if (!type.hasAttr("__dlpack_c_exchange_api__") || overridesDlpack(type)) {
             return Optional.empty();
         }
         try (PyObject capsule = type.attr("__dlpack_c_exchange_api__")) {
@@ -128,12 +110,31 @@ public final class ExchangeApi {
                 int minor = h.get(JAVA_INT, DLPackExchangeAPIHeader.VERSION + DLPackVersion.MINOR);
                 if (major == DlpackVersion.MAJOR) {
                     Py.incRef(type.borrow());
-                    return Optional.of(new ExchangeApi(h, new DlpackVersion(major, minor), PyObject.steal(type.borrow())));
+                    return Optional.of(new ExchangeApi(h, new DlpackVersion(major, minor), PyObject.steal(type.borrow()), torch));
                 }
                 header = h.get(ADDRESS, DLPackExchangeAPIHeader.PREV_API);
             }
             return Optional.empty();
         }
+    }
+
+    /** Whether a class between {@code type} and the one that publishes the table defines its own {@code __dlpack__}. */
+    private static boolean overridesDlpack(PyObject type) throws Throwable {
+        Boolean overrides = ProducerType.firstInMro(type, cls -> {
+            try (PyObject dict = cls.attr("__dict__");
+                 PyObject has = dict.callMethod("__contains__", "__dlpack_c_exchange_api__")) {
+                if (!Boolean.TRUE.equals(has.toJava())) {
+                    return null;
+                }
+                if (!type.hasAttr("__dlpack__")) {
+                    return false;
+                }
+                try (PyObject own = type.attr("__dlpack__"); PyObject published = cls.attr("__dlpack__")) {
+                    return own.borrow().address() != published.borrow().address();
+                }
+            }
+        });
+        return Boolean.TRUE.equals(overrides);
     }
 
     /** {@return the table's version} */
@@ -172,6 +173,9 @@ public final class ExchangeApi {
      * @param obj an object of the producer's type
      * @return the owned import and the stream to wait for before reading it
      * @throws PythonException if the producer refuses the object
+     * @throws io.github.dlpack4j.DlpackException for a torch tensor that torch's {@code __dlpack__} would
+     *         refuse but its table exports as if it were plain memory: one that requires gradient, or has
+     *         the conjugate or negative bit set (the message names the fix)
      */
     public ExchangeTensor importNoSync(PyObject obj) {
         return Gil.with(() -> importNoSync(obj.borrow()));
@@ -182,6 +186,9 @@ public final class ExchangeApi {
 
     /** {@link #importNoSync(PyObject)} with the GIL held. */
     ExchangeTensor importNoSync(MemorySegment obj) throws Throwable {
+        if (torch != null) {
+            torch.refuseUnexportable(obj, false);
+        }
         MemorySegment out = OUT.get();
         int status = (int) TWO_POINTER_INVOKER.invokeExact(
                 table.get(ADDRESS, DLPackExchangeAPI.MANAGED_TENSOR_FROM_PY_OBJECT_NO_SYNC), obj, out);
@@ -212,12 +219,17 @@ public final class ExchangeApi {
      * @param reader reads the tensor; must not keep it
      * @return what {@code reader} returned
      * @throws UnsupportedOperationException if the producer has no such view ({@link #hasDLTensorView()})
+     * @throws DlpackException for a torch tensor that requires gradient or has the conjugate or negative
+     *         bit set, as {@link #importNoSync(PyObject)}
      */
     public <T> T withDLTensorView(PyObject obj, Function<Tensor, T> reader) {
         if (!hasDLTensorView()) {
             throw new UnsupportedOperationException("this producer offers no dltensor_from_py_object_no_sync");
         }
         return Gil.with(() -> {
+            if (torch != null) {
+                torch.refuseUnexportable(obj.borrow(), false);
+            }
             try (Arena arena = Arena.ofConfined()) {
                 // A versioned struct around the borrowed DLTensor, without deleter: the core's
                 // validation and scoped views then apply to the view as to any import.

@@ -151,7 +151,12 @@ public final class ImportRequest {
      * @return the import; closing it runs the producer's deleter
      * @throws PythonException the producer's own error (e.g. {@code BufferError}), with its Python type
      * @throws DlpackException a missing {@code __dlpack__}, a result that is not a DLPack capsule, a
-     *                         used capsule, a malformed tensor, or a copy against {@code copy(false)}
+     *                         used capsule, a malformed tensor, or a copy against {@code copy(false)};
+     *                         and a {@code torch.Tensor} that DLPack cannot describe as it is: one that
+     *                         requires gradient, has the conjugate bit set, the negative bit (unless
+     *                         copying), a layout other than strided, or a quantized dtype (the message
+     *                         names the fix: {@code detach()}, {@code resolve_conj()},
+     *                         {@code resolve_neg()}, {@code to_dense()}, {@code dequantize()})
      */
     public ManagedTensor importTensor() {
         // Gil.with spelled out: a hot path, and a lambda here would be one more allocation per import.
@@ -171,19 +176,24 @@ public final class ImportRequest {
             path = ImportPath.CAPSULE;
             return Capsules.consume(o, copy);
         }
+        ProducerType producer = ProducerType.of(o);
         // The C Exchange API never copies and never moves data: used when neither is asked for,
         // and kept only when the consumer's work can be ordered after the producer's (the
-        // import itself does not synchronise, so it is safe to drop it otherwise).
-        if (!Boolean.TRUE.equals(copy) && target == null) {
-            ExchangeApi api = ExchangeApi.forObject(o);
-            if (api != null) {
-                ExchangeTensor e = api.importNoSync(o);
+        // import itself does not synchronise, so it is safe to drop it otherwise). It refuses what
+        // the producer's __dlpack__ refuses (TorchChecks); when the producer fails, __dlpack__ below
+        // gives the producer's own answer, so both routes answer alike.
+        if (!Boolean.TRUE.equals(copy) && target == null && producer.api() != null) {
+            ExchangeTensor e = importThroughTable(producer.api(), o);
+            if (e != null) {
                 if (e.producerStream() == 0 || stream.waitFor(e.producerStream())) {
                     path = ImportPath.EXCHANGE_API;
                     return e.tensor();
                 }
                 e.close();
             }
+        }
+        if (producer.torch() != null) {
+            producer.torch().refuseUnexportable(o, Boolean.TRUE.equals(copy));
         }
         Long streamArg = stream == DlpackStream.NONE ? null : stream.streamArgument(target != null ? target : device());
         MemorySegment capsule = callDlpack(o, streamArg, true);
@@ -194,7 +204,8 @@ public final class ImportRequest {
                 throw new DlpackException("object of type " + typeName() + " does not support DLPack (no __dlpack__)");
             }
             if (!e.pythonType().equals("TypeError")) {
-                throw e;
+                DlpackException explained = producer.torch() == null ? null : TorchChecks.explain(source, e);
+                throw explained != null ? explained : e;
             }
             if (Boolean.TRUE.equals(copy) || target != null) {
                 throw new DlpackException("the producer's __dlpack__ predates DLPack 1.0 (" + e.pythonMessage()
@@ -211,6 +222,15 @@ public final class ImportRequest {
             return Capsules.consume(capsule, copy);
         } finally {
             Py.decRef(capsule);
+        }
+    }
+
+    /** The exchange API's import, or null when the producer failed (its error is cleared). */
+    private static ExchangeTensor importThroughTable(ExchangeApi api, MemorySegment o) throws Throwable {
+        try {
+            return api.importNoSync(o);
+        } catch (PythonException producerFailed) {
+            return null;
         }
     }
 
