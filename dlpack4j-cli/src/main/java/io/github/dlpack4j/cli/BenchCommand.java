@@ -108,6 +108,8 @@ final class BenchCommand implements Callable<Integer> {
             out.printf(Locale.ROOT, "%-34s %9s %10.0f   %-31s %10.0f %6.2fx%n", t.exchange().javaLabel, bytes(t.bytes()),
                     t.javaNs(), t.exchange().pythonLabel, t.pythonNs(), t.ratio());
         }
+        out.println();
+        out.println(Exchange.ADVICE);
     }
 
     /** {@code 4 B}, {@code 16 KiB}, {@code 256 MiB}: the size in the largest unit that divides it. */

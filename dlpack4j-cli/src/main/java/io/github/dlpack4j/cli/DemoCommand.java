@@ -158,11 +158,13 @@ final class DemoCommand implements Callable<Integer> {
         private void cost(int step) {
             out.println();
             out.printf("%d. One exchange, timed now in this process after a warm-up (`dlpack4j bench` for more)%n", step);
-            for (Exchange e : new Exchange[] {Exchange.JAVA_IMPORTS_NUMPY, Exchange.NUMPY_IMPORTS_JAVA}) {
+            for (Exchange e : new Exchange[] {Exchange.JAVA_IMPORTS_NUMPY, Exchange.JAVA_IMPORTS_NUMPY_IN_SCOPE,
+                    Exchange.NUMPY_IMPORTS_JAVA}) {
                 Exchange.Timing timing = e.time(py, helpers, 1000, 0.5, 3);
                 out.printf("   %-32s %8.0f ns   Python: %-28s %8.0f ns   ratio %.2fx%n", e.javaLabel, timing.javaNs(),
                         e.pythonLabel, timing.pythonNs(), timing.ratio());
             }
+            out.println("   " + Exchange.ADVICE);
         }
     }
 

@@ -17,7 +17,9 @@ import java.util.function.DoubleUnaryOperator;
  */
 enum Exchange {
     JAVA_IMPORTS_NUMPY("Java imports a numpy array", "numpy.from_dlpack(ndarray)"),
+    JAVA_IMPORTS_NUMPY_IN_SCOPE("the same inside py.withGil (numpy)", "numpy.from_dlpack(ndarray)"),
     JAVA_IMPORTS_TORCH("Java imports a torch tensor", "numpy.from_dlpack(torch tensor)"),
+    JAVA_IMPORTS_TORCH_IN_SCOPE("the same inside py.withGil (torch)", "numpy.from_dlpack(torch tensor)"),
     NUMPY_IMPORTS_JAVA("numpy.from_dlpack(Java tensor)", "numpy.from_dlpack(ndarray)"),
     TORCH_IMPORTS_JAVA("torch.from_dlpack(Java tensor)", "torch.from_dlpack(ndarray)"),
     COPY("Tensor.copy() (a copy, for scale)", "ndarray.copy()");
@@ -32,8 +34,18 @@ enum Exchange {
 
     /** The Python modules this exchange needs. */
     List<String> modules() {
-        return this == JAVA_IMPORTS_TORCH || this == TORCH_IMPORTS_JAVA ? List.of("numpy", "torch") : List.of("numpy");
+        return switch (this) {
+            case JAVA_IMPORTS_TORCH, JAVA_IMPORTS_TORCH_IN_SCOPE, TORCH_IMPORTS_JAVA -> List.of("numpy", "torch");
+            default -> List.of("numpy");
+        };
     }
+
+    /**
+     * What a program should take from the two import rows: one call takes and drops the GIL itself;
+     * a loop of imports inside one {@code withGil} scope pays for the GIL once.
+     */
+    static final String ADVICE = "One call takes the GIL for itself; code that imports more than once (a request loop, "
+            + "a batch) should run inside py.withGil(() -> ...), which holds the GIL once for all of them.";
 
     /** One timing: ns per exchange, Java's way and Python's, each the median of its rounds. */
     record Timing(Exchange exchange, long bytes, double javaNs, double pythonNs) {
@@ -58,14 +70,17 @@ enum Exchange {
              PyObject copy = py.eval("lambda a: a.copy()")) {
             DoubleUnaryOperator javaSide = switch (this) {
                 case JAVA_IMPORTS_NUMPY -> s -> timeJava(() -> PythonDlpack.fromDlpack(ndarray).close(), s);
+                case JAVA_IMPORTS_NUMPY_IN_SCOPE -> s -> py.withGil(() -> timeJava(() -> PythonDlpack.fromDlpack(ndarray).close(), s));
                 case JAVA_IMPORTS_TORCH -> s -> timeJava(() -> PythonDlpack.fromDlpack(tensor).close(), s);
+                case JAVA_IMPORTS_TORCH_IN_SCOPE -> s -> py.withGil(() -> timeJava(() -> PythonDlpack.fromDlpack(tensor).close(), s));
                 case NUMPY_IMPORTS_JAVA -> s -> timePython(helpers, numpyFromDlpack, javaInPython, s);
                 case TORCH_IMPORTS_JAVA -> s -> timePython(helpers, torchFromDlpack, javaInPython, s);
                 case COPY -> s -> timeJava(() -> java.copy().close(), s);
             };
             DoubleUnaryOperator pythonSide = switch (this) {
-                case JAVA_IMPORTS_NUMPY, NUMPY_IMPORTS_JAVA -> s -> timePython(helpers, numpyFromDlpack, ndarray, s);
-                case JAVA_IMPORTS_TORCH -> s -> timePython(helpers, numpyFromDlpack, tensor, s);
+                case JAVA_IMPORTS_NUMPY, JAVA_IMPORTS_NUMPY_IN_SCOPE, NUMPY_IMPORTS_JAVA ->
+                        s -> timePython(helpers, numpyFromDlpack, ndarray, s);
+                case JAVA_IMPORTS_TORCH, JAVA_IMPORTS_TORCH_IN_SCOPE -> s -> timePython(helpers, numpyFromDlpack, tensor, s);
                 case TORCH_IMPORTS_JAVA -> s -> timePython(helpers, torchFromDlpack, ndarray, s);
                 case COPY -> s -> timePython(helpers, copy, ndarray, s);
             };

@@ -31,6 +31,8 @@ class BenchTest {
             assertThat(row.ratio()).isEqualTo(row.javaNs() / row.pythonNs());
         });
         assertThat(rows).extracting(BenchCommand.Row::bytes).containsOnly(4L, 1L << 20);
+        assertThat(rows).extracting(BenchCommand.Row::exchange).as("both ways to import: one call, and in a GIL scope")
+                .contains("JAVA_IMPORTS_NUMPY", "JAVA_IMPORTS_NUMPY_IN_SCOPE", "JAVA_IMPORTS_TORCH", "JAVA_IMPORTS_TORCH_IN_SCOPE");
 
         // a valid SVG that names every series it draws
         DocumentBuilderFactory xml = DocumentBuilderFactory.newInstance();
