@@ -30,6 +30,7 @@ REFUSED = {
     "requires_grad": (lambda: torch.zeros(3, requires_grad=True), "requires gradient", "detach()"),
     "sparse": (lambda: torch.zeros(3).to_sparse(), "layout torch.sparse_coo", "to_dense()"),
     "quantized": (_quantized, "quantized", "dequantize()"),
+    "bit_dtype": (lambda: torch.empty(2, dtype=torch.bits8), "dtype torch.bits8", "view(torch.uint8)"),
 }
 
 

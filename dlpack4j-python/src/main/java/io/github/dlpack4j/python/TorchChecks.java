@@ -84,7 +84,7 @@ final class TorchChecks {
 
     /**
      * The reason and the fix for a torch tensor whose export failed ({@code producerError}) because
-     * DLPack cannot describe it: a layout other than strided or a quantized dtype; null for any other
+     * DLPack cannot describe it: a layout other than strided, a bit dtype or a quantized dtype; null for any other
      * failure, which the caller passes on as it is. Never throws.
      *
      * @param tensor        the torch tensor that could not be exported
@@ -108,6 +108,13 @@ final class TorchChecks {
             if (!l.equals("torch.strided")) {
                 return "cannot import a torch.Tensor with layout " + l + ": DLPack describes strided tensors only; "
                         + "pass tensor.to_dense()";
+            }
+        }
+        try (PyObject dtype = tensor.attr("dtype")) {
+            String d = dtype.str();
+            if (d.startsWith("torch.bits")) {
+                return "cannot import a torch.Tensor of dtype " + d + ": DLPack has no code for torch's bit types; pass "
+                        + "tensor.view(torch.uint8), or the integer dtype of the same width";
             }
         }
         try (PyObject quantized = tensor.attr("is_quantized")) {

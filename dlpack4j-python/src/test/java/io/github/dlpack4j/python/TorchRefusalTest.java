@@ -39,7 +39,8 @@ class TorchRefusalTest {
         NEGATIVE("z.conj().imag", "negative bit", "resolve_neg()"),
         REQUIRES_GRAD("torch.zeros(3, requires_grad=True)", "requires gradient", "detach()"),
         SPARSE("torch.zeros(3).to_sparse()", "layout torch.sparse_coo", "to_dense()"),
-        QUANTIZED("torch.quantize_per_tensor(torch.zeros(3), 0.1, 0, torch.quint8)", "quantized", "dequantize()");
+        QUANTIZED("torch.quantize_per_tensor(torch.zeros(3), 0.1, 0, torch.quint8)", "quantized", "dequantize()"),
+        BIT_DTYPE("torch.empty(2, dtype=torch.bits8)", "dtype torch.bits8", "view(torch.uint8)");
 
         final String expression;
         final String reason;
