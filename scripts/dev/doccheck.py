@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -316,18 +317,19 @@ def expected_matches(expected: str, actual: str) -> bool:
     return True
 
 
-def run_samples(jdk: Path, classpath: str, made: dict[Path, Generated], out: Path, report: Report) -> None:
-    """Runs every runnable sample in one JVM and compares what each printed with its text."""
+def write_runner(made: dict[Path, Generated], src: Path) -> tuple[Path, dict[str, Generated]]:
+    """The class that runs the runnable samples in one JVM, and the samples by the id it knows them by."""
     runnable = {str(i): g for i, g in enumerate(made.values()) if g.runner_call}
-    if not runnable:
-        return
     cases = "\n".join(f'                    case "{i}" -> {g.runner_call}' for i, g in runnable.items())
-    runner = out.parent / "runner" / "doctest" / "Runner.java"
+    runner = src / "runner" / "doctest" / "Runner.java"
     runner.parent.mkdir(parents=True, exist_ok=True)
     runner.write_text(RUNNER % cases, encoding="utf-8")
-    diagnostics = javac(jdk, f"{out}{os.pathsep}{classpath}", [runner], out)
-    if diagnostics:
-        report.fail(f"the generated runner does not compile:\n{diagnostics}")
+    return runner, runnable
+
+
+def run_samples(jdk: Path, classpath: str, runnable: dict[str, Generated], out: Path, report: Report) -> None:
+    """Runs every runnable sample in one JVM and compares what each printed with its text."""
+    if not runnable:
         return
     env = dict(os.environ)
     env.setdefault("DLPACK4J_PYTHON", str(ROOT / ".venv/bin/python"))
@@ -367,15 +369,17 @@ def run_samples(jdk: Path, classpath: str, made: dict[Path, Generated], out: Pat
 
 
 def check_java(blocks: list[Block], classpath: str, work: Path, report: Report) -> None:
-    """Compiles every Java block in one javac call, then runs the runnable ones."""
+    """Compiles every Java block (and the runner) in one javac call, then runs the runnable ones."""
     jdk = Path(os.environ.get("JAVA_HOME", "/usr/lib/jvm/temurin-25-jdk-amd64"))
+    shutil.rmtree(work, ignore_errors=True)
     src, out = work / "src", work / "classes"
     made = generate(blocks, reactor_modules(), src)
-    diagnostics = javac(jdk, classpath, list(made), out)
+    runner, runnable = write_runner(made, src)
+    diagnostics = javac(jdk, classpath, [*made, runner], out)
     if diagnostics:
         report_compile_errors(diagnostics, made, report)
         return
-    run_samples(jdk, classpath, made, out, report)
+    run_samples(jdk, classpath, runnable, out, report)
 
 
 def check_python(blocks: list[Block], python: Path, report: Report) -> None:

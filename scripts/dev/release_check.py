@@ -3,8 +3,10 @@
 The Maven bundle: the repository layout, each artifact's POM, jar, sources and Javadoc jars, a
 ``.md5`` and ``.sha1`` beside every file that match it (and a ``.asc`` that GPG verifies, with
 ``--signed``), and in each POM what a repository of published artifacts requires: name,
-description, url, licenses, scm and developers (own or from the parent POM). The wheel: its
-license expression and license file, classifiers, project URLs, and a README that renders.
+description, url, licenses, scm and developers (own or from the parent POM). The wheel: what
+``twine check --strict`` checks (the required fields, a long description with its content type,
+rendered as PyPI renders it), and its license expression and license file, classifiers and
+project URLs.
 """
 
 from __future__ import annotations
@@ -28,9 +30,13 @@ def text(pom: ET.Element, path: str) -> str:
     return (found.text or "").strip() if found is not None else ""
 
 
-def check_pom(pom_file: Path, parent: ET.Element | None, problems: list[str]) -> ET.Element:
+def check_pom(pom_file: Path, parent: ET.Element | None, problems: list[str]) -> ET.Element | None:
     """A POM has name and description of its own, and url, licenses, scm and developers."""
-    pom = ET.parse(pom_file).getroot()
+    try:
+        pom = ET.parse(pom_file).getroot()
+    except ET.ParseError as e:
+        problems.append(f"{pom_file.name}: not well-formed XML: {e}")
+        return None
     for own in ("m:name", "m:description"):
         if not text(pom, own):
             problems.append(f"{pom_file.name}: no <{own[2:]}>")
@@ -103,6 +109,9 @@ def check_wheel(wheel: Path, problems: list[str]) -> None:
         metadata = Parser().parsestr(z.read(metadata_name).decode())
         license_files = [n for n in names if ".dist-info/licenses/" in n]
         license_text = z.read(license_files[0]).decode() if license_files else ""
+    for required in ("Metadata-Version", "Name", "Version"):
+        if not metadata.get(required):
+            problems.append(f"{wheel.name}: no {required}")
     if metadata.get("License-Expression") != "Apache-2.0":
         problems.append(f"{wheel.name}: License-Expression is {metadata.get('License-Expression')!r}")
     if "Apache License" not in license_text or "Version 2.0" not in license_text:
