@@ -144,3 +144,12 @@ def test_anchors_follow_githubs_rules(tmp_path):
                    encoding="utf-8")
     assert checker.anchors(doc) == {
         "the-dlpack4j-command", "holding-the-gil-withgil-and-allowthreads", "faq", "faq-1"}
+
+
+def test_a_javadoc_snippet_that_does_not_compile_fails_naming_its_file_and_line(tmp_path):
+    source = tmp_path / "Example.java"
+    source.write_text("/**\n * Example.\n *\n * {@snippet :\n * Tensor t = Tensor.of(new float[] {1});\n"
+                      " * t.noSuchMethod();\n * }\n */\nfinal class Example {}\n", encoding="utf-8")
+    report = checker.check([], [source], [], checker.read_classpath(checker.reactor_modules()), None, tmp_path / "out")
+    assert len(report.failures) == 1
+    assert report.failures[0].startswith(f"{source}:6: does not compile: cannot find symbol")
