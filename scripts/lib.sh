@@ -116,6 +116,15 @@ ensure_jpype_venv() {
   ensure_venv .venv-jpype python/requirements-jpype.txt /usr/bin/python3 --system-site-packages
 }
 
+# The library modules of the reactor, in the root POM's order: the published ones, each with sources
+# and Javadoc (the command and the benchmarks set maven.deploy.skip).
+library_modules() {
+  local m
+  for m in $(sed -n 's|^ *<module>\(.*\)</module>.*|\1|p' "$DLPACK4J_ROOT/pom.xml"); do
+    grep -q '<maven.deploy.skip>true</maven.deploy.skip>' "$DLPACK4J_ROOT/$m/pom.xml" || echo "$m"
+  done
+}
+
 # Removes dlpack4j's artifacts from the local Maven repository, so that the examples are built
 # against a fresh install.
 remove_installed_artifacts() {

@@ -10,6 +10,16 @@ import java.lang.foreign.MemorySegment;
  * the struct and must call its deleter exactly once; the deleter may run on any thread, at any
  * time, and never throws into C. The tensor's memory stays allocated while any export is alive,
  * even after the tensor is {@linkplain Tensor#close() closed}.
+ *
+ * <p>For example:
+ * {@snippet :
+ * Tensor x = Tensor.of(new float[] {1, 2, 3});
+ * MemorySegment ptr = Dlpack.exportVersioned(x);   // a DLManagedTensorVersioned* for a consumer
+ * x.close();                                       // the export keeps the memory alive
+ * // ... the consumer calls ptr's deleter when it is done; then:
+ * ManagedTensor.adoptVersioned(ptr).close();      // (here Java itself is the consumer)
+ * int outstanding = Dlpack.liveExports();          // 0
+ * }
  */
 public final class Dlpack {
     private Dlpack() {}

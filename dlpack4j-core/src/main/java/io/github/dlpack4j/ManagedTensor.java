@@ -22,6 +22,14 @@ import java.util.concurrent.Executor;
  *   <li>{@link #intoDeleter()} hands the duty to an {@link AllocationDeleter}, for a container that
  *       keeps the data pointer and metadata itself.</li>
  * </ul>
+ *
+ * <p>For example, with a pointer a producer handed over:
+ * {@snippet :
+ * MemorySegment ptr = Dlpack.exportVersioned(Tensor.of(new double[] {1, 2, 3}));  // any producer's pointer
+ * try (ManagedTensor m = ManagedTensor.adoptVersioned(ptr)) {   // every field validated
+ *     double last = m.tensor().getDouble(2);                    // 3.0, the producer's memory
+ * }                                                             // the producer's deleter, exactly once
+ * }
  */
 public final class ManagedTensor implements AutoCloseable {
     private final boolean versioned;

@@ -44,6 +44,17 @@ import java.util.Objects;
  * closed is released by a {@code Cleaner} once unreachable. {@code close()} on a view does nothing.
  * Tensors are safe to read from several threads; concurrent writes to the same element are a race
  * in the data, as in C, but never a crash.
+ *
+ * <p>For example:
+ * {@snippet :
+ * try (Tensor x = Tensor.of(new float[] {1, 2, 3, 4, 5, 6}, 2, 3)) {
+ *     x.setDouble(42, 0, 0);
+ *     Tensor t = x.transpose();                       // a view: shape [3, 2], strides [1, 3]
+ *     double v = t.getDouble(2, 1);                   // 6.0
+ *     float[] rowMajor = t.toFloatArray();            // a copy out: 42, 4, 2, 5, 3, 6
+ *     FloatBuffer fb = x.asBuffer(FloatBuffer.class); // zero-copy
+ * }
+ * }
  */
 public final class Tensor implements AutoCloseable, DlpackExporter {
     private static final int PREVIEW_THRESHOLD = 1000;

@@ -38,6 +38,22 @@ import org.apache.arrow.vector.FieldVector;
  * bitmaps to know (one bit per value), except of fields declared not nullable, as
  * {@link #toVector}'s are. {@code BitVector}
  * (bit-packed) and variable-width vectors are refused with what to use instead.
+ *
+ * <p>For example:
+ * {@snippet :
+ * try (BufferAllocator allocator = new RootAllocator();
+ *      Float4Vector column = new Float4Vector("x", allocator)) {
+ *     column.allocateNew(3);
+ *     column.set(0, 1f);
+ *     column.set(1, 2f);
+ *     column.set(2, 3f);
+ *     column.setValueCount(3);
+ *     try (Tensor t = ArrowTensors.of(column);                     // [3] float32 over Arrow's buffer
+ *          FieldVector back = ArrowTensors.toVector(t, allocator)) { // a vector over the same memory
+ *         t.setDouble(10, 0);                                      // column.get(0) is now 10
+ *     }
+ * }
+ * }
  */
 public final class ArrowTensors {
     private ArrowTensors() {}

@@ -29,6 +29,18 @@ import java.util.Objects;
  * The result is a {@link ManagedTensor}: a zero-copy view, read-only when the producer says so,
  * whose producer deleter runs (holding the GIL) when Java closes it. Dropping the Python object in
  * the meantime is safe: the producer's managed tensor keeps the data alive.
+ *
+ * <p>For example:
+ * {@snippet :
+ * Python py = Python.start();
+ * try (PyObject t = py.eval("__import__('torch').arange(4.0)")) {
+ *     ImportRequest request = ImportRequest.of(t).copy(false);
+ *     try (ManagedTensor m = request.importTensor()) {      // torch's memory, no copy
+ *         ImportPath route = request.path();                // EXCHANGE_API for torch 2.13
+ *         m.tensor().setDouble(-1, 0);                      // torch sees it
+ *     }                                                     // torch's deleter runs
+ * }
+ * }
  */
 public final class ImportRequest {
     private final PyObject source;

@@ -17,6 +17,17 @@ import java.lang.invoke.VarHandle;
  * is left alone (Python may be tearing down too).
  *
  * <p>Every method takes the GIL for its own duration, from whatever platform thread calls it.
+ *
+ * <p>For example:
+ * {@snippet :
+ * Python py = Python.start();
+ * py.exec("def scale(x, factor=2):\n    return x * factor");
+ * try (PyObject scale = py.getGlobal("scale");
+ *      PyObject r = scale.callKw(Map.of("factor", 10), 4)) {   // scale(4, factor=10)
+ *     long forty = r.asLong();
+ *     Object six = scale.invoke(3);                            // 6L, converted to Java
+ * }
+ * }
  */
 public final class PyObject implements AutoCloseable {
     private static final VarHandle CLOSED;

@@ -25,13 +25,13 @@ import java.util.concurrent.locks.LockSupport;
  * does not stop Java threads that don't call Python. Virtual threads get a clear error. A batch of
  * calls runs faster in one {@link #withGil(Supplier) GIL scope}, where no call takes the GIL again.
  *
- * <pre>{@code
+ * {@snippet :
  * Python py = Python.start();
  * try (PyObject np = py.importModule("numpy");
  *      PyObject a = np.callMethod("arange", 6)) {
  *     long total = a.callMethod("sum").asLong();   // 15
  * }
- * }</pre>
+ * }
  */
 public final class Python {
     private static final Object LOCK = new Object();

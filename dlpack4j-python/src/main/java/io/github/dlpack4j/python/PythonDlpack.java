@@ -9,7 +9,8 @@ import io.github.dlpack4j.Tensor;
  * DLPack (NumPy, PyTorch, JAX arrays and capsules; for device and stream negotiation use
  * {@link ImportRequest}), and Java tensors as Python objects that any DLPack consumer takes.
  *
- * <pre>{@code
+ * {@snippet :
+ * Python py = Python.start();
  * try (PyObject a = py.eval("__import__('numpy').arange(6.0).reshape(2, 3)");
  *      ManagedTensor m = PythonDlpack.fromDlpack(a)) {
  *     m.tensor().getDouble(1, 2);   // 5.0, read from NumPy's memory
@@ -19,7 +20,7 @@ import io.github.dlpack4j.Tensor;
  *     py.setGlobal("t", obj);
  *     py.eval("__import__('numpy').from_dlpack(t).sum()");   // 6.0, read from Java's memory
  * }
- * }</pre>
+ * }
  */
 public final class PythonDlpack {
     private PythonDlpack() {}
