@@ -174,7 +174,7 @@ DLPACK4J_CPYTHON_VERSIONS="3.10 3.11 3.12 3.13"
 # Prints one line per version; a missing one is skipped, a failing one fails (after all ran). Needs
 # the reactor built and installed (mvnw install) first.
 run_any_cpython_tests() {
-  local pythons=() lines=() failed=0 minor py found label log tests
+  local pythons=() lines=() failed=0 minor py found label log tests start
   if [ -n "${DLPACK4J_CPYTHONS:-}" ]; then
     read -r -a pythons <<<"$DLPACK4J_CPYTHONS"
   else
@@ -196,12 +196,13 @@ run_any_cpython_tests() {
     fi
     say "any-cpython tests on $label ($py)"
     log="$(mktemp)"
+    start=$SECONDS
     if mvnw -pl dlpack4j-python surefire:test -Dgroups=any-cpython -Ddlpack4j.python="$py" >"$log" 2>&1; then
       tests="$(sed -n 's/^\[INFO\] Tests run: \([0-9]*\), Failures: 0, Errors: 0, Skipped: 0$/\1/p' "$log" | tail -n 1)"
-      lines+=("$label: ${tests:-?} tests passed")
+      lines+=("$label: ${tests:-?} tests passed ($((SECONDS - start)) s)")
     else
       tail -n 60 "$log" >&2
-      lines+=("$label: FAILED")
+      lines+=("$label: FAILED ($((SECONDS - start)) s)")
       failed=1
     fi
     rm -f "$log"
