@@ -173,6 +173,53 @@ newest_wheel() {
   return 0
 }
 
+# The CPython minor versions dlpack4j supports; each is tested (python/pyproject.toml's classifiers
+# list the same).
+DLPACK4J_CPYTHON_VERSIONS="3.10 3.11 3.12 3.13"
+
+# The embedded runtime's `any-cpython` tests (JUnit tag: no numpy or torch needed; DLPack both ways
+# with ctypes peers) on each supported CPython present: the executables in DLPACK4J_CPYTHONS
+# (space-separated) if set, else the newest pyenv build of each version in DLPACK4J_CPYTHON_VERSIONS.
+# Prints one line per version; a missing one is skipped, a failing one fails (after all ran). Needs
+# the reactor built and installed (mvnw install) first.
+run_any_cpython_tests() {
+  local pythons=() lines=() failed=0 minor py found label log tests start
+  if [ -n "${DLPACK4J_CPYTHONS:-}" ]; then
+    read -r -a pythons <<<"$DLPACK4J_CPYTHONS"
+  else
+    for minor in $DLPACK4J_CPYTHON_VERSIONS; do
+      found="$(find "${PYENV_ROOT:-$HOME/.pyenv}/versions" -maxdepth 1 -regex ".*/${minor//./\\.}\\.[0-9]+" 2>/dev/null | sort -V | tail -n 1)"
+      if [ -n "$found" ] && [ -x "$found/bin/python" ]; then
+        pythons+=("$found/bin/python")
+      else
+        lines+=("CPython $minor: not present, skipped")
+      fi
+    done
+  fi
+  for py in "${pythons[@]}"; do
+    [ -x "$py" ] || die "DLPACK4J_CPYTHONS names $py, which is not an executable"
+    label="CPython $("$py" -c 'import platform; print(platform.python_version())' 2>/dev/null || echo "at $py")"
+    if ! "$py" -c 'import sysconfig, sys; sys.exit(0 if sysconfig.get_config_var("Py_ENABLE_SHARED") else 1)' 2>/dev/null; then
+      lines+=("$label ($py): no shared libpython to embed, skipped")
+      continue
+    fi
+    say "any-cpython tests on $label ($py)"
+    log="$(mktemp)"
+    start=$SECONDS
+    if mvnw -pl dlpack4j-python surefire:test -Dgroups=any-cpython -Ddlpack4j.python="$py" >"$log" 2>&1; then
+      tests="$(sed -n 's/^\[INFO\] Tests run: \([0-9]*\), Failures: 0, Errors: 0, Skipped: 0$/\1/p' "$log" | tail -n 1)"
+      lines+=("$label: ${tests:-?} tests passed ($((SECONDS - start)) s)")
+    else
+      tail -n 60 "$log" >&2
+      lines+=("$label: FAILED ($((SECONDS - start)) s)")
+      failed=1
+    fi
+    rm -f "$log"
+  done
+  printf '%s\n' "${lines[@]}" >&2
+  [ "$failed" = 0 ] || die "the any-cpython tests failed on some CPython (see above)"
+}
+
 # The Python package's own suite: the wheel installed into .venv-jpype, ruff, then pytest.
 run_python_tests() {
   local wheel

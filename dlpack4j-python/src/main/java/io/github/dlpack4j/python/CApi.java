@@ -15,8 +15,9 @@ import java.lang.invoke.MethodHandle;
  * The parts of CPython's C API that dlpack4j calls, as downcall handles. Only functions of the
  * stable API are used (no struct field of a Python object is read, but for the header's
  * {@code ob_type}: {@link Py#typeOf}, stable as well), so one build of dlpack4j works with every
- * CPython from 3.9 on. The class is initialised after libpython was found
- * ({@link NativeLibrary#bindPython}), so that its handles are constants the JIT can inline.
+ * CPython from 3.10 on ({@code scripts/test} runs the {@code any-cpython} tests on each one present).
+ * The class is initialised after libpython was found ({@link NativeLibrary#bindPython}), so that its
+ * handles are constants the JIT can inline.
  *
  * <p>Every function here except the GIL functions needs the GIL held by the calling thread.
  */
@@ -40,10 +41,6 @@ final class CApi {
      */
     private static MethodHandle leaf(String name, FunctionDescriptor d) {
         return LINKER.downcallHandle(LOOKUP.findOrThrow(name), d, Linker.Option.critical(false));
-    }
-
-    private static MethodHandle optional(String name, FunctionDescriptor d) {
-        return LOOKUP.find(name).map(p -> LINKER.downcallHandle(p, d)).orElse(null);
     }
 
     static MemorySegment symbol(String name) {
@@ -151,14 +148,13 @@ final class CApi {
 
     /**
      * {@code PyObject_VectorcallMethod(name, args, nargsf, kwnames)}: a method call without a bound
-     * method object or a kwargs dict; exported since 3.9 (the oldest Python dlpack4j starts), in the
-     * stable ABI from 3.12.
+     * method object or a kwargs dict; exported since 3.9, in the stable ABI from 3.12.
      */
     static final MethodHandle PyObject_VectorcallMethod = fn("PyObject_VectorcallMethod",
             FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
 
-    /** {@code PyObject_CallNoArgs}, new in 3.9 as a function; null where it is only a macro. */
-    static final MethodHandle PyObject_CallNoArgs = optional("PyObject_CallNoArgs", P_P);
+    /** {@code PyObject_CallNoArgs}: a call without an empty argument tuple (in the stable ABI from 3.10). */
+    static final MethodHandle PyObject_CallNoArgs = fn("PyObject_CallNoArgs", P_P);
 
     static final int Py_file_input = 257;
     static final int Py_eval_input = 258;

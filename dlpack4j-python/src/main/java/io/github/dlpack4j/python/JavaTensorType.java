@@ -134,10 +134,6 @@ final class JavaTensorType {
     }
 
     private static MemorySegment create() throws Throwable {
-        if (NativeLibrary.python().find("PyModule_AddObjectRef").isEmpty()) { // a function new in 3.10
-            throw new UnsupportedOperationException("handing Java tensors to Python needs Python 3.10 or newer "
-                    + "(METH_FASTCALL and Py_TPFLAGS_DISALLOW_INSTANTIATION); importing works from 3.9");
-        }
         if (isFreeThreaded()) {
             throw new UnsupportedOperationException("handing Java tensors to Python needs a Python with the GIL: "
                     + "this free-threaded build has none, and the exporter's caches rely on it");

@@ -185,7 +185,7 @@ public final class PyObject implements AutoCloseable {
     public PyObject call(Object... args) {
         int g = Gil.acquire();
         try {
-            if (args.length == 0 && CApi.PyObject_CallNoArgs != null) {
+            if (args.length == 0) {
                 return stealChecked((MemorySegment) CApi.PyObject_CallNoArgs.invokeExact(borrow()));
             }
             MemorySegment tuple = Convert.tupleOf(args);
@@ -235,7 +235,7 @@ public final class PyObject implements AutoCloseable {
         int g = Gil.acquire();
         try {
             MemorySegment result;
-            if (args.length == 0 && CApi.PyObject_CallNoArgs != null) {
+            if (args.length == 0) {
                 result = Py.check((MemorySegment) CApi.PyObject_CallNoArgs.invokeExact(borrow()));
             } else {
                 MemorySegment tuple = Convert.tupleOf(args);

@@ -52,8 +52,8 @@ public final class Python {
      * Starts the embedded interpreter, or returns the one already running in this process.
      *
      * @throws IllegalStateException naming the fix when the JVM lacks {@code --enable-native-access},
-     *                               the executable is missing or older than 3.9, or its Python has
-     *                               no shared library
+     *                               the executable is missing or older than 3.10, its Python has no
+     *                               shared library, or is a free-threaded build
      * @return the process's one interpreter
      */
     public static Python start() {
@@ -69,7 +69,8 @@ public final class Python {
      * e.g. by JPype), through the process's own symbols.
      *
      * @return the process's one interpreter
-     * @throws IllegalStateException if no initialised CPython is loaded in the process
+     * @throws IllegalStateException if no initialised CPython is loaded in the process, or it is
+     *                               older than 3.10 or free-threaded
      */
     public static Python attach() {
         return once(Python::attachToProcess);
@@ -108,6 +109,8 @@ public final class Python {
         }
         NativeLibrary.bindPython(process);
         Python p = Gil.with(() -> new Python(sysString("version"), sysString("executable"), mainGlobals()));
+        String[] version = p.version.split("[. ]", 3); // "3.12.1 (main, ...)"
+        PythonLocator.checkVersion(Integer.parseInt(version[0]), Integer.parseInt(version[1]), "the host process");
         installShutdownHook();
         HostExit.register(p); // the host's Python outlives this JVM: let go of it in time
         return p;

@@ -21,6 +21,12 @@ record PythonLocator(String executable, int major, int minor, String prefix, Str
     static final String PROPERTY = "dlpack4j.python";
     /** The environment variable naming the Python executable. */
     static final String ENV = "DLPACK4J_PYTHON";
+    /**
+     * The oldest CPython 3 minor version dlpack4j embeds or attaches to. 3.9 lacks what the exported
+     * type needs ({@code Py_TPFLAGS_DISALLOW_INSTANTIATION}), and every version from this one on is
+     * tested ({@code scripts/test} runs the {@code any-cpython} tests on each).
+     */
+    static final int OLDEST_MINOR = 10;
 
     private static final String QUERY = String.join("\n",
             "import sys, sysconfig, os",
@@ -31,6 +37,7 @@ record PythonLocator(String executable, int major, int minor, String prefix, Str
             "print('exec_prefix=' + sys.exec_prefix)",
             "print('base_prefix=' + sys.base_prefix)",
             "print('shared=' + str(bool(v('Py_ENABLE_SHARED'))))",
+            "print('gil_disabled=' + str(bool(v('Py_GIL_DISABLED'))))",
             "for k in ('LIBDIR', 'INSTSONAME', 'LDLIBRARY', 'MULTIARCH'): print(k + '=' + str(v(k) or ''))",
             "for p in sys.path: print('path=' + p)");
 
@@ -60,11 +67,12 @@ record PythonLocator(String executable, int major, int minor, String prefix, Str
             }
             if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
                 throw new IllegalStateException("the Python executable '" + executable + "' failed to report its "
-                        + "configuration (is it Python 3.9 or newer?): " + output.strip());
+                        + "configuration (is it Python 3." + OLDEST_MINOR + " or newer?): " + output.strip());
             }
         } catch (IOException e) {
             throw new IllegalStateException("no Python executable '" + executable + "': " + e.getMessage()
-                    + ". Point -D" + PROPERTY + " or " + ENV + " at a Python 3.9+ executable, e.g. .venv/bin/python", e);
+                    + ". Point -D" + PROPERTY + " or " + ENV + " at a Python 3." + OLDEST_MINOR
+                    + "+ executable, e.g. .venv/bin/python", e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while asking " + executable + " for its configuration", e);
@@ -85,9 +93,13 @@ record PythonLocator(String executable, int major, int minor, String prefix, Str
         String[] version = kv.getOrDefault("version", "0.0").split("\\.");
         int major = Integer.parseInt(version[0]);
         int minor = Integer.parseInt(version[1]);
-        if (major != 3 || minor < 9) {
-            throw new IllegalStateException("Python " + major + "." + minor + " at " + executable
-                    + " is too old: dlpack4j needs Python 3.9 or newer");
+        checkVersion(major, minor, executable);
+        if (kv.getOrDefault("gil_disabled", "False").equals("True")) {
+            // Refused before its library is loaded: a free-threaded build has no GIL for dlpack4j to
+            // hold, and its objects have another header (Py#checkObjectLayout, for attach()).
+            throw new IllegalStateException("Python at " + executable + " is a free-threaded build (Py_GIL_DISABLED), "
+                    + "which dlpack4j does not support: use a build of CPython with the GIL (e.g. python" + major + "."
+                    + minor + ", not python" + major + "." + minor + "t)");
         }
         Path library = findLibrary(kv);
         if (library == null) {
@@ -98,6 +110,14 @@ record PythonLocator(String executable, int major, int minor, String prefix, Str
         }
         return new PythonLocator(kv.get("executable"), major, minor, kv.get("prefix"), kv.get("exec_prefix"),
                 kv.get("base_prefix"), List.copyOf(path), library);
+    }
+
+    /** Refuses a Python older than 3.{@value #OLDEST_MINOR}; {@code where} names it in the message. */
+    static void checkVersion(int major, int minor, String where) {
+        if (major != 3 || minor < OLDEST_MINOR) {
+            throw new IllegalStateException("Python " + major + "." + minor + " at " + where
+                    + " is too old: dlpack4j needs Python 3." + OLDEST_MINOR + " or newer");
+        }
     }
 
     private static Path findLibrary(Map<String, String> kv) {

@@ -7,6 +7,7 @@ import java.math.BigInteger;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 class EmbeddingTest {
@@ -38,6 +39,7 @@ class EmbeddingTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void javaValuesConvertToPythonAndBack() {
         Map<String, Object> map = new LinkedHashMap<>();
         map.put("a", 1L);
@@ -66,6 +68,7 @@ class EmbeddingTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void callsTakePositionalAndKeywordArguments() {
         PY.exec("def f(a, b=10, *, c=100):\n    return a + b + c");
         try (PyObject f = PY.getGlobal("f")) {
@@ -79,6 +82,7 @@ class EmbeddingTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void aPythonExceptionArrivesWithTypeMessageAndTraceback() {
         PY.exec("def fail():\n    raise ValueError('bad value 42')");
         try (PyObject fail = PY.getGlobal("fail")) {
@@ -93,11 +97,13 @@ class EmbeddingTest {
                 e -> assertThat(e.pythonType()).isEqualTo("ModuleNotFoundError"));
         assertThatThrownBy(() -> PY.getGlobal("undefined_name")).isInstanceOfSatisfying(PythonException.class,
                 e -> assertThat(e.pythonType()).isEqualTo("NameError"));
-        assertThatThrownBy(() -> PY.exec("import numpy\nnumpy.zeros(3).sum(axis=5)"))
-                .isInstanceOfSatisfying(PythonException.class, e -> assertThat(e.pythonType()).endsWith("AxisError"));
+        assertThatThrownBy(() -> PY.exec("import json\njson.loads('{')")).isInstanceOfSatisfying(PythonException.class,
+                e -> assertThat(e.pythonType()).as("a module's exception, named with its module")
+                        .isEqualTo("json.decoder.JSONDecodeError"));
     }
 
     @Test
+    @Tag("any-cpython")
     void aJavaExceptionInAnUpcallArrivesInPythonAndTheJvmLives() {
         try (PyObject boom = PY.function(args -> {
             throw new IllegalStateException("thrown in Java");
@@ -117,6 +123,7 @@ class EmbeddingTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void aPythonErrorRaisedInsideAnUpcallKeepsItsTypeOnTheWayBack() {
         try (PyObject inner = PY.function(args -> PY.eval("1/0"))) {
             PY.setGlobal("inner", inner);
@@ -126,6 +133,7 @@ class EmbeddingTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void aClosedObjectRefusesUse() {
         PyObject o = PY.eval("[1, 2]");
         o.close();
@@ -134,6 +142,7 @@ class EmbeddingTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void startingTwiceReturnsTheSameInterpreter() {
         assertThat(Python.start()).isSameAs(PY);
         assertThat(Python.attach()).isSameAs(PY);

@@ -1,12 +1,29 @@
 package io.github.dlpack4j.python;
 
-/** Child-JVM programs for {@link ExitTest}: each imports torch and numpy, then ends in its own way. */
+/**
+ * Child-JVM programs for {@link ExitTest}: each imports torch and numpy (or, with a second argument
+ * {@code ctypes}, leaves a ctypes consumer's and a ctypes producer's tensors open, for a Python
+ * without those), then ends in its own way.
+ */
 public final class ExitScenarios {
     private ExitScenarios() {}
 
     public static void main(String[] args) throws Exception {
         Python py = Python.start();
-        py.exec("import torch, numpy\nt = torch.ones(100)\na = numpy.ones(100)\nassert float(t.sum()) == a.sum() == 100");
+        boolean ctypes = args.length > 1 && args[1].equals("ctypes");
+        if (ctypes) {
+            py.exec(CtypesDlpack.STRUCTS + "kept = []\nleft_open = Deleter(lambda p: None)");
+            try (PyObject java = PythonDlpack.toPython(io.github.dlpack4j.Tensor.of(new double[] {1, 2}))) {
+                py.setGlobal("java_tensor", java);
+            }
+            py.exec("unconsumed = java_tensor.__dlpack__(max_version=(1, 0))\n"
+                    + "assert consume(java_tensor)[4] == [1.0, 2.0]");
+            try (PyObject capsule = py.eval("versioned_capsule([1, 2], left_open, kept)")) {
+                PythonDlpack.fromDlpack(capsule); // never closed
+            }
+        } else {
+            py.exec("import torch, numpy\nt = torch.ones(100)\na = numpy.ones(100)\nassert float(t.sum()) == a.sum() == 100");
+        }
         switch (args[0]) {
             case "return" -> System.out.println("main returns");
             case "exit" -> System.exit(3);
@@ -15,7 +32,8 @@ public final class ExitScenarios {
                     throw new IllegalStateException("thrown inside an upcall");
                 })) {
                     py.setGlobal("fail", fail);
-                    Thread t = new Thread(() -> py.exec("import torch\ntorch.ones(3).sum()\nfail()"), "python-caller");
+                    String work = ctypes ? "consume(java_tensor)\n" : "import torch\ntorch.ones(3).sum()\n";
+                    Thread t = new Thread(() -> py.exec(work + "fail()"), "python-caller");
                     t.start(); // dies with an uncaught PythonException
                     t.join();
                 }

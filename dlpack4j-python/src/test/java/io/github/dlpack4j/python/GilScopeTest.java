@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 class GilScopeTest {
@@ -54,6 +55,7 @@ class GilScopeTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void nestedScopesKeepTheGilUntilTheOutermostEndsAndThenAnotherThreadGetsIt() throws Exception {
         PY.withGil(() -> {
             String inner = PY.withGil(() -> {
@@ -71,6 +73,7 @@ class GilScopeTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void anExceptionThrownThroughAScopeLeavesItWithTheGilReleased() throws Exception {
         assertThatThrownBy(() -> PY.withGil(() -> {
             PY.withGil(() -> {
@@ -87,6 +90,7 @@ class GilScopeTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void anotherThreadsCallsWaitForAScopeAndThenProceed() throws Exception {
         CountDownLatch inScope = new CountDownLatch(1);
         AtomicLong scopeEnded = new AtomicLong();
@@ -105,6 +109,7 @@ class GilScopeTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void allowThreadsInsideAScopeLetsASecondThreadRunPythonAndTakesTheGilBack() throws Exception {
         AtomicReference<Long> fromOther = new AtomicReference<>();
         PY.withGil(() -> {
@@ -131,6 +136,7 @@ class GilScopeTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void allowThreadsTakesTheGilBackEvenWhenItsBodyThrows() throws Exception {
         PY.withGil(() -> {
             assertThatThrownBy(() -> PY.allowThreads(() -> {
@@ -146,6 +152,7 @@ class GilScopeTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void allowThreadsOutsideAScopeJustRunsItsBody() {
         AtomicBoolean ran = new AtomicBoolean();
         PY.allowThreads(() -> ran.set(!Gil.isHeld()));
@@ -154,6 +161,7 @@ class GilScopeTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void javaCalledFromPythonInsideAScopeMayOpenScopesAndAllowThreads() throws Exception {
         try (PyObject callback = PY.function(args -> PY.withGil(() -> {
             PY.allowThreads(() -> {
@@ -174,6 +182,7 @@ class GilScopeTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void aVirtualThreadIsRefusedAScopeAndItsBodyNeverRuns() throws Exception {
         AtomicReference<Throwable> error = new AtomicReference<>();
         AtomicBoolean ran = new AtomicBoolean();

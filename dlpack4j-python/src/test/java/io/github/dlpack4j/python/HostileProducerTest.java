@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.github.dlpack4j.Device;
 import io.github.dlpack4j.DeviceType;
 import io.github.dlpack4j.DlpackException;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -13,6 +14,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * Producers whose protocol methods return what DLPack does not allow: each result a Java type is
  * made from is checked, and a wrong one is a {@link DlpackException} naming the producer and the value.
  */
+@Tag("any-cpython")
 class HostileProducerTest {
     static final Python PY = Python.start();
 

@@ -47,10 +47,18 @@ class SetupErrorsTest {
     }
 
     @Test
-    void anInterpreterOlderThan39IsRefused() throws Exception {
-        Path p = fakePython("version=3.8", "executable=/x/python", "shared=True");
+    void anInterpreterOlderThan310IsRefused() throws Exception {
+        Path p = fakePython("version=3.9", "executable=/x/python", "shared=True");
         assertThatThrownBy(() -> PythonLocator.locate(p.toString())).isInstanceOf(IllegalStateException.class)
-                .hasMessageContaining("Python 3.8").hasMessageContaining("3.9 or newer");
+                .hasMessageContaining("Python 3.9").hasMessageContaining("3.10 or newer");
+    }
+
+    @Test
+    void aFreeThreadedBuildIsRefusedBeforeItsLibraryIsLoadedNamingTheBuildToUse() throws Exception {
+        Path p = fakePython("version=3.13", "executable=/x/python3.13t", "shared=True", "gil_disabled=True",
+                "LIBDIR=" + dir, "INSTSONAME=libpython3.13t.so.1.0", "LDLIBRARY=libpython3.13t.so", "MULTIARCH=");
+        assertThatThrownBy(() -> PythonLocator.locate(p.toString())).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("free-threaded build").hasMessageContaining("python3.13, not python3.13t");
     }
 
     @Test

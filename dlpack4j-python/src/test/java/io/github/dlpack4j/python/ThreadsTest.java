@@ -14,12 +14,14 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 class ThreadsTest {
     static final Python PY = Python.start();
 
     @Test
+    @Tag("any-cpython")
     void eightThreadsMakingTenThousandCallsEachGetRightResultsWithoutDeadlock() throws Exception {
         PY.exec("def square(x):\n    return x * x");
         ExecutorService pool = Executors.newFixedThreadPool(8);
@@ -139,6 +141,7 @@ class ThreadsTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void aLongPythonLoopDoesNotHoldUpJavaThreadsThatDoNotCallPython() throws Exception {
         long iterations = javaWork(100); // what 100 ms of pure Java work is here
         CompletableFuture<Void> python = CompletableFuture.runAsync(() -> PY.exec(
@@ -188,6 +191,7 @@ class ThreadsTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void aVirtualThreadGetsAClearErrorInsteadOfADeadlock() throws Exception {
         AtomicReference<Throwable> error = new AtomicReference<>();
         Thread vt = Thread.ofVirtual().start(() -> {
@@ -204,6 +208,7 @@ class ThreadsTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void javaCodeCalledFromPythonMayCallPythonAgainOnTheSameThread() {
         try (PyObject nested = PY.function(args -> PY.eval("sum(range(10))"))) {
             PY.setGlobal("nested", nested);
@@ -215,6 +220,7 @@ class ThreadsTest {
     }
 
     @Test
+    @Tag("any-cpython")
     void aReferenceClosedWithoutTheGilIsReleasedSoonWithoutAnotherCall() throws Exception {
         java.util.concurrent.CountDownLatch deleted = new java.util.concurrent.CountDownLatch(1);
         try (PyObject signal = PY.function(args -> {
@@ -233,6 +239,43 @@ class ThreadsTest {
     }
 
     @Test
+    @Tag("any-cpython")
+    void pythonThreadsCallJavaFunctionsConcurrentlyAndEndCleanlyTwice() {
+        java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.Set<String> threads = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        try (PyObject increment = PY.function(args -> {
+            calls.incrementAndGet();
+            threads.add(Thread.currentThread().getName());
+            return args[0].asLong() + 1;
+        })) {
+            PY.setGlobal("java_increment", increment);
+            PY.exec("""
+                    import threading
+                    def py_threads_run():
+                        results = []
+                        def work():
+                            total = 0
+                            for _ in range(500):
+                                total = java_increment(total)
+                            results.append(total)
+                        started = [threading.Thread(target=work) for _ in range(4)]
+                        for t in started:
+                            t.start()
+                        for t in started:
+                            t.join()
+                        return results, threading.active_count()""");
+            for (int round = 0; round < 2; round++) { // the threads' states were freed by Python in between
+                try (PyObject r = PY.eval("py_threads_run()")) {
+                    assertThat(r.toJava()).isEqualTo(List.of(List.of(500L, 500L, 500L, 500L), 1L));
+                }
+            }
+        }
+        assertThat(calls.get()).isEqualTo(4_000);
+        assertThat(threads).as("Java saw Python's threads").hasSizeGreaterThanOrEqualTo(2);
+    }
+
+    @Test
+    @Tag("any-cpython")
     void aThreadsFirstCallGivesTheGilBack() throws Exception {
         for (int i = 0; i < 4; i++) {
             Thread t = new Thread(() -> PY.eval("1").close());
