@@ -20,6 +20,7 @@ enum Exchange {
     JAVA_IMPORTS_TORCH("Java imports a torch tensor", "numpy.from_dlpack(torch tensor)"),
     NUMPY_IMPORTS_JAVA("numpy.from_dlpack(Java tensor)", "numpy.from_dlpack(ndarray)"),
     TORCH_IMPORTS_JAVA("torch.from_dlpack(Java tensor)", "torch.from_dlpack(ndarray)"),
+    ORT_TAKES_JAVA("ORT Java takes a Java tensor", "OrtValue.ortvalue_from_numpy(ndarray)"),
     COPY("Tensor.copy() (a copy, for scale)", "ndarray.copy()");
 
     final String javaLabel;
@@ -32,7 +33,16 @@ enum Exchange {
 
     /** The Python modules this exchange needs. */
     List<String> modules() {
-        return this == JAVA_IMPORTS_TORCH || this == TORCH_IMPORTS_JAVA ? List.of("numpy", "torch") : List.of("numpy");
+        return switch (this) {
+            case JAVA_IMPORTS_TORCH, TORCH_IMPORTS_JAVA -> List.of("numpy", "torch");
+            case ORT_TAKES_JAVA -> List.of("numpy", "onnxruntime");
+            default -> List.of("numpy");
+        };
+    }
+
+    /** {@return whether bench leaves this exchange out, rather than failing, where its runtime is missing} */
+    boolean isOptional() {
+        return this == ORT_TAKES_JAVA; // ONNX Runtime, Java's and Python's, is optional
     }
 
     /** One timing: ns per exchange, Java's way and Python's, each the median of its rounds. */
@@ -55,18 +65,22 @@ enum Exchange {
              PyObject torch = modules().contains("torch") ? py.importModule("torch") : null;
              PyObject tensor = torch != null ? torch.callMethod("zeros", elements) : null;
              PyObject torchFromDlpack = torch != null ? torch.attr("from_dlpack") : null;
-             PyObject copy = py.eval("lambda a: a.copy()")) {
+             PyObject copy = py.eval("lambda a: a.copy()");
+             PyObject ortFromNumpy = this == ORT_TAKES_JAVA
+                     ? py.eval("__import__('onnxruntime').OrtValue.ortvalue_from_numpy") : null) {
             DoubleUnaryOperator javaSide = switch (this) {
                 case JAVA_IMPORTS_NUMPY -> s -> timeJava(() -> PythonDlpack.fromDlpack(ndarray).close(), s);
                 case JAVA_IMPORTS_TORCH -> s -> timeJava(() -> PythonDlpack.fromDlpack(tensor).close(), s);
                 case NUMPY_IMPORTS_JAVA -> s -> timePython(helpers, numpyFromDlpack, javaInPython, s);
                 case TORCH_IMPORTS_JAVA -> s -> timePython(helpers, torchFromDlpack, javaInPython, s);
+                case ORT_TAKES_JAVA -> s -> timeJava(() -> OrtProbe.giveAndClose(java), s);
                 case COPY -> s -> timeJava(() -> java.copy().close(), s);
             };
             DoubleUnaryOperator pythonSide = switch (this) {
                 case JAVA_IMPORTS_NUMPY, NUMPY_IMPORTS_JAVA -> s -> timePython(helpers, numpyFromDlpack, ndarray, s);
                 case JAVA_IMPORTS_TORCH -> s -> timePython(helpers, numpyFromDlpack, tensor, s);
                 case TORCH_IMPORTS_JAVA -> s -> timePython(helpers, torchFromDlpack, ndarray, s);
+                case ORT_TAKES_JAVA -> s -> timePython(helpers, ortFromNumpy, ndarray, s);
                 case COPY -> s -> timePython(helpers, copy, ndarray, s);
             };
             warm(javaSide, warmUp);
