@@ -138,8 +138,8 @@ public class OrtBench {
 
         /**
          * After the DlpackSession benchmark: the three ways timed once more in this process, in turns
-         * (ten rounds of 2,000 runs each, the best round of each way), so that a busy machine slows
-         * all three alike.
+         * (300 rounds of 100 runs each, the best round of each way): on a busy machine the best of many
+         * short rounds is the figure that other processes disturbed least, alike for all three.
          */
         @TearDown(Level.Trial)
         public void tearDown(BenchmarkParams params) throws OrtException {
@@ -147,11 +147,11 @@ public class OrtBench {
                 double dl = Double.MAX_VALUE;
                 double java = Double.MAX_VALUE;
                 double python = Double.MAX_VALUE;
-                for (int round = 0; round < 10; round++) {
+                for (int round = 0; round < 300; round++) {
                     dl = Math.min(dl, perRun(() -> runDlpack(this)));
                     java = Math.min(java, perRun(() -> runOrtJava(this)));
                     try (PyObject p = py.eval("timeit.timeit('sess.run(None, feeds)', globals=globals(), "
-                            + "number=2000) / 2000 * 1e9")) {
+                            + "number=100) / 100 * 1e9")) {
                         python = Math.min(python, p.asDouble());
                     }
                 }
@@ -168,13 +168,13 @@ public class OrtBench {
             float run() throws OrtException;
         }
 
-        /** 2,000 runs, in ns per run. */
+        /** 100 runs, in ns per run. */
         private static double perRun(Run r) throws OrtException {
             long t0 = System.nanoTime();
-            for (int i = 0; i < 2000; i++) {
+            for (int i = 0; i < 100; i++) {
                 r.run();
             }
-            return (System.nanoTime() - t0) / 2000.0;
+            return (System.nanoTime() - t0) / 100.0;
         }
     }
 

@@ -92,4 +92,24 @@ class CrossCheckTest {
             PY.exec("x_sum = x_product = x_a = x_ref = None\ngc.collect()");
         }
     }
+
+    @Test
+    void anEmptyBatchGivesAnEmptyOutputAndAScalarStaysAScalar() throws OrtException {
+        try (OrtSession mlp = Models.session("mlp('mlp')");
+             OrtSession scalar = Models.session("""
+                     model('scalar', [helper.make_node('Neg', ['x'], ['y'])], [io('x', T.FLOAT, [])],
+                           [io('y', T.FLOAT, [])])""");
+             Tensor none = Tensor.zeros(DataType.FLOAT32, 0, 256);
+             Tensor owner = Tensor.of(new float[] {3})) {
+            Tensor three = owner.reshape(); // 0-d
+            try (Tensor y = DlpackSession.of(mlp).run(Map.of("x", none)).get("y")) {
+                assertThat(y.shape()).containsExactly(0, 16);
+                assertThat(y.toFloatArray()).isEmpty();
+            }
+            try (Tensor y = DlpackSession.of(scalar).run(Map.of("x", three)).get("y")) {
+                assertThat(y.shape()).isEmpty();
+                assertThat(y.getFloat()).isEqualTo(-3);
+            }
+        }
+    }
 }
