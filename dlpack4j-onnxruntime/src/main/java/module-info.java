@@ -5,7 +5,8 @@
  * {@link io.github.dlpack4j.onnxruntime.OrtTensors} converts single tensors both ways.
  *
  * <p>On the module path grant native access to {@code io.github.dlpack4j.core} (as for the rest of
- * dlpack4j) and to {@code com.microsoft.onnxruntime} (ORT loads its JNI library).
+ * dlpack4j), to this module (it calls one function of ORT's C API for zero-copy outputs) and to
+ * {@code com.microsoft.onnxruntime} (ORT loads its JNI library).
  */
 @SuppressWarnings({"requires-transitive-automatic", "requires-automatic"}) // ORT's jar has no module-info
 module io.github.dlpack4j.onnxruntime {

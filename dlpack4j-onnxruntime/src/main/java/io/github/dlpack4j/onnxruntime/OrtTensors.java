@@ -26,7 +26,8 @@ public final class OrtTensors {
 
     /**
      * {@return whether output tensors are views of ORT's memory} True with ORT Java 1.26; false if
-     * another ORT version lacks the accessor dlpack4j uses, and outputs are then copied once.
+     * another ORT version lacks the handles dlpack4j reads (see docs/onnxruntime.md), and outputs
+     * are then copied once.
      */
     public static boolean outputsAreZeroCopy() {
         return OrtOutputs.isZeroCopy();

@@ -76,7 +76,7 @@ class ZeroCopyTest {
         assertThat(Models.isTrue("torch.equal(x_sum, torch.arange(1., 7.).reshape(2, 3) * 2)")).isTrue();
     }
 
-    /** An output tensor is over the memory ORT's getBuffer() reaches: shown on a tensor whose memory is ours. */
+    /** An output tensor is over the memory ORT reports for it (GetTensorMutableData): shown on a tensor over our memory. */
     @Test
     void anOrtTensorAsATensorIsOverOrtsMemoryNotACopy() throws OrtException {
         assertThat(OrtTensors.outputsAreZeroCopy()).isTrue();
