@@ -23,7 +23,8 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "bench", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = {"Times each exchange between Java and numpy / torch on float32 tensors of each size, beside",
-                "the same exchange done in Python alone in this process (timeit), and prints the ratios. A copy",
+                "the same exchange done in Python alone in this process (timeit), and prints the ratios; with",
+                "ONNX Runtime on the class path and onnxruntime in Python, also a Java tensor given to ORT Java. A copy",
                 "of the data is timed too, for scale: a zero-copy exchange costs the same at every size.",
                 "Uses the Python of -Ddlpack4j.python, else DLPACK4J_PYTHON, else python3 (numpy and torch needed)."})
 final class BenchCommand implements Callable<Integer> {
@@ -61,16 +62,21 @@ final class BenchCommand implements Callable<Integer> {
         Python py = Python.start();
         List<Exchange.Timing> timings = new ArrayList<>();
         try (PyObject helpers = PythonSetup.helpers(py)) {
+            List<Exchange> exchanges = new ArrayList<>();
             for (Exchange e : Exchange.values()) {
-                for (String m : e.modules()) {
-                    if (!PythonSetup.installed(helpers, m)) {
-                        throw new IllegalStateException(m + " is not installed in " + py.executable() + ": "
-                                + PythonSetup.HOW_TO);
-                    }
+                List<String> missing = e.modules().stream().filter(m -> !PythonSetup.installed(helpers, m)).toList();
+                if (e.isOptional() && (!missing.isEmpty() || !Doctor.ortPresent())) {
+                    spec.commandLine().getErr().println("(no \"" + e.javaLabel + "\" rows: " + (missing.isEmpty()
+                            ? "ONNX Runtime Java is not on the class path" : missing + " not installed") + ")");
+                } else if (!missing.isEmpty()) {
+                    throw new IllegalStateException(missing.get(0) + " is not installed in " + py.executable() + ": "
+                            + PythonSetup.HOW_TO);
+                } else {
+                    exchanges.add(e);
                 }
             }
-            ProgressBar bar = new ProgressBar(spec.commandLine().getErr(), Exchange.values().length * todo.size());
-            for (Exchange e : Exchange.values()) {
+            ProgressBar bar = new ProgressBar(spec.commandLine().getErr(), exchanges.size() * todo.size());
+            for (Exchange e : exchanges) {
                 for (long bytes : todo) {
                     bar.step(e.javaLabel + ", " + bytes(bytes));
                     timings.add(e.time(py, helpers, Math.max(1, bytes / Float.BYTES), seconds, bytes == todo.get(0) ? warmUp : 0));

@@ -7,6 +7,7 @@ import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.cli.DoctorReport.DtypeRow;
 import io.github.dlpack4j.cli.DoctorReport.Jdk;
 import io.github.dlpack4j.cli.DoctorReport.Library;
+import io.github.dlpack4j.cli.DoctorReport.OnnxRuntime;
 import io.github.dlpack4j.cli.DoctorReport.Outcome;
 import io.github.dlpack4j.cli.DoctorReport.Problem;
 import io.github.dlpack4j.cli.DoctorReport.Protocol;
@@ -73,7 +74,32 @@ final class Doctor {
                 problems.add(new Problem("python", Main.oneLine(e), PythonSetup.HOW_TO));
             }
         }
-        return new DoctorReport(DoctorReport.SCHEMA_VERSION, problems.isEmpty(), jdk, info, libraries, List.copyOf(problems));
+        OnnxRuntime ort = ortPresent() ? OrtProbe.examine(DTYPES) : OnnxRuntime.absent();
+        if (ort.status().equals("error")) {
+            problems.add(new Problem("onnxruntime", "ONNX Runtime Java is on the class path but failed: " + ort.error(),
+                    "use com.microsoft.onnxruntime:onnxruntime 1.26 (its jar carries the native library), or leave it out"));
+        }
+        return new DoctorReport(DoctorReport.SCHEMA_VERSION, problems.isEmpty(), jdk, info, libraries, ort,
+                List.copyOf(problems));
+    }
+
+    /**
+     * {@return whether dlpack4j-onnxruntime and ORT Java are here} Optional at run time: on the module
+     * path they are resolved only when asked for ({@code --add-modules io.github.dlpack4j.onnxruntime}).
+     * Names no ORT class, so that this class loads without them.
+     */
+    static boolean ortPresent() {
+        Module self = Doctor.class.getModule();
+        if (self.isNamed()) {
+            return self.getLayer() != null && self.getLayer().findModule("io.github.dlpack4j.onnxruntime").isPresent();
+        }
+        try {
+            Class.forName("ai.onnxruntime.OrtEnvironment", false, Doctor.class.getClassLoader());
+            Class.forName("io.github.dlpack4j.onnxruntime.OrtTensors", false, Doctor.class.getClassLoader());
+            return true;
+        } catch (ClassNotFoundException | LinkageError e) {
+            return false;
+        }
     }
 
     private Jdk jdk() {

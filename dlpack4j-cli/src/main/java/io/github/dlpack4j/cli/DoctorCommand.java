@@ -110,6 +110,7 @@ final class DoctorCommand implements Callable<Integer> {
                 out.println(line.toString().stripTrailing());
             }
         }
+        printOnnxRuntime(r.onnxRuntime(), out);
         out.println();
         if (r.problems().isEmpty()) {
             out.println("Every check passed.");
@@ -117,6 +118,34 @@ final class DoctorCommand implements Callable<Integer> {
             out.println(r.problems().size() + (r.problems().size() == 1 ? " check failed:" : " checks failed:"));
             for (Problem pb : r.problems()) {
                 out.printf("  %s: %s%n    fix: %s%n", pb.check(), pb.message(), pb.fix());
+            }
+        }
+    }
+
+    private static void printOnnxRuntime(DoctorReport.OnnxRuntime ort, PrintWriter out) {
+        out.println();
+        switch (ort.status()) {
+            case "absent" -> out.println("ONNX Runtime Java: not on the class path (optional: add dlpack4j-onnxruntime)");
+            case "error" -> out.println("ONNX Runtime Java: FAILED: " + ort.error());
+            default -> {
+                out.printf("ONNX Runtime Java %s (dlpack4j-onnxruntime): inputs without a copy, outputs %s%n",
+                        ort.version(), Boolean.TRUE.equals(ort.outputsZeroCopy()) ? "over ORT's memory" : "COPIED");
+                List<String> both = new ArrayList<>();
+                List<String> oneWay = new ArrayList<>();
+                for (DtypeRow row : ort.dtypes()) {
+                    boolean in = row.fromJava().result().equals("yes");
+                    boolean back = row.toJava().result().equals("yes");
+                    if (in && back) {
+                        both.add(row.dtype());
+                    } else if (in || back) {
+                        oneWay.add(row.dtype() + (in ? " (Java -> ORT only)" : " (ORT -> Java only)"));
+                    }
+                }
+                out.println("  dtypes both ways: " + String.join(", ", both));
+                if (!oneWay.isEmpty()) {
+                    out.println("  one way only: " + String.join(", ", oneWay));
+                }
+                out.println("  no others (the reasons are in --json)");
             }
         }
     }

@@ -12,10 +12,11 @@ import java.util.Map;
  * @param jdk           the JVM and its native access
  * @param python        the interpreter and how it was chosen
  * @param libraries     each DLPack library looked for, installed or not
+ * @param onnxRuntime   ONNX Runtime Java, when dlpack4j-onnxruntime and ORT are on the class path
  * @param problems      each failed check with its fix; empty when {@code ok}
  */
 record DoctorReport(int schemaVersion, boolean ok, Jdk jdk, PythonInfo python, List<Library> libraries,
-                    List<Problem> problems) {
+                    OnnxRuntime onnxRuntime, List<Problem> problems) {
     static final int SCHEMA_VERSION = 1;
 
     /**
@@ -48,6 +49,20 @@ record DoctorReport(int schemaVersion, boolean ok, Jdk jdk, PythonInfo python, L
      * @param dtypes   the dtype matrix (empty unless ok)
      */
     record Library(String name, String status, String version, String error, Protocol protocol, List<DtypeRow> dtypes) {}
+
+    /**
+     * @param status          {@code ok}, {@code absent} (not on the class path: optional) or {@code error}
+     * @param version         ORT's version (null unless ok)
+     * @param outputsZeroCopy whether output tensors are views of ORT's memory (null unless ok)
+     * @param error           why ORT could not be used (null unless error)
+     * @param dtypes          per DLPack dtype: toJava an ORT tensor as a Java tensor, fromJava a Java
+     *                        tensor as an {@code OnnxTensor} (empty unless ok)
+     */
+    record OnnxRuntime(String status, String version, Boolean outputsZeroCopy, String error, List<DtypeRow> dtypes) {
+        static OnnxRuntime absent() {
+            return new OnnxRuntime("absent", null, null, null, List.of());
+        }
+    }
 
     /**
      * @param keywords         for each of {@code stream}, {@code max_version}, {@code dl_device}, {@code copy}:

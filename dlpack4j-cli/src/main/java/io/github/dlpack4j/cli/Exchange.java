@@ -22,6 +22,7 @@ enum Exchange {
     JAVA_IMPORTS_TORCH_IN_SCOPE("the same inside py.withGil (torch)", "numpy.from_dlpack(torch tensor)"),
     NUMPY_IMPORTS_JAVA("numpy.from_dlpack(Java tensor)", "numpy.from_dlpack(ndarray)"),
     TORCH_IMPORTS_JAVA("torch.from_dlpack(Java tensor)", "torch.from_dlpack(ndarray)"),
+    ORT_TAKES_JAVA("ORT Java takes a Java tensor", "OrtValue.ortvalue_from_numpy(ndarray)"),
     COPY("Tensor.copy() (a copy, for scale)", "ndarray.copy()");
 
     final String javaLabel;
@@ -36,8 +37,14 @@ enum Exchange {
     List<String> modules() {
         return switch (this) {
             case JAVA_IMPORTS_TORCH, JAVA_IMPORTS_TORCH_IN_SCOPE, TORCH_IMPORTS_JAVA -> List.of("numpy", "torch");
+            case ORT_TAKES_JAVA -> List.of("numpy", "onnxruntime");
             default -> List.of("numpy");
         };
+    }
+
+    /** {@return whether bench leaves this exchange out, rather than failing, where its runtime is missing} */
+    boolean isOptional() {
+        return this == ORT_TAKES_JAVA; // ONNX Runtime, Java's and Python's, is optional
     }
 
     /**
@@ -67,7 +74,9 @@ enum Exchange {
              PyObject torch = modules().contains("torch") ? py.importModule("torch") : null;
              PyObject tensor = torch != null ? torch.callMethod("zeros", elements) : null;
              PyObject torchFromDlpack = torch != null ? torch.attr("from_dlpack") : null;
-             PyObject copy = py.eval("lambda a: a.copy()")) {
+             PyObject copy = py.eval("lambda a: a.copy()");
+             PyObject ortFromNumpy = this == ORT_TAKES_JAVA
+                     ? py.eval("__import__('onnxruntime').OrtValue.ortvalue_from_numpy") : null) {
             DoubleUnaryOperator javaSide = switch (this) {
                 case JAVA_IMPORTS_NUMPY -> s -> timeJava(() -> PythonDlpack.fromDlpack(ndarray).close(), s);
                 case JAVA_IMPORTS_NUMPY_IN_SCOPE -> s -> py.withGil(() -> timeJava(() -> PythonDlpack.fromDlpack(ndarray).close(), s));
@@ -75,6 +84,7 @@ enum Exchange {
                 case JAVA_IMPORTS_TORCH_IN_SCOPE -> s -> py.withGil(() -> timeJava(() -> PythonDlpack.fromDlpack(tensor).close(), s));
                 case NUMPY_IMPORTS_JAVA -> s -> timePython(helpers, numpyFromDlpack, javaInPython, s);
                 case TORCH_IMPORTS_JAVA -> s -> timePython(helpers, torchFromDlpack, javaInPython, s);
+                case ORT_TAKES_JAVA -> s -> timeJava(() -> OrtProbe.giveAndClose(java), s);
                 case COPY -> s -> timeJava(() -> java.copy().close(), s);
             };
             DoubleUnaryOperator pythonSide = switch (this) {
@@ -82,6 +92,7 @@ enum Exchange {
                         s -> timePython(helpers, numpyFromDlpack, ndarray, s);
                 case JAVA_IMPORTS_TORCH, JAVA_IMPORTS_TORCH_IN_SCOPE -> s -> timePython(helpers, numpyFromDlpack, tensor, s);
                 case TORCH_IMPORTS_JAVA -> s -> timePython(helpers, torchFromDlpack, ndarray, s);
+                case ORT_TAKES_JAVA -> s -> timePython(helpers, ortFromNumpy, ndarray, s);
                 case COPY -> s -> timePython(helpers, copy, ndarray, s);
             };
             warm(javaSide, warmUp);

@@ -67,6 +67,23 @@ class CommandLineIT {
         assertThat(numpy).contains("[ 3.,  4., 42.]]");
     }
 
+    /** ONNX Runtime is optional at run time: without its jars on the class path, doctor says so and passes. */
+    @Test
+    void doctorWithoutOnnxRuntimeOnTheClassPathReportsItAbsentAndPasses() throws Exception {
+        List<String> classPath = new ArrayList<>(List.of(TARGET.resolve("dlpack4j-cli-" + Main.projectVersion() + ".jar")
+                .toString()));
+        try (var jars = Files.list(TARGET.resolve("lib"))) {
+            jars.map(Path::toString).filter(j -> !j.contains("onnxruntime")).forEach(classPath::add);
+        }
+        Run r = run(Map.of("DLPACK4J_PYTHON", System.getProperty("dlpack4j.python")), JAVA,
+                "--enable-native-access=ALL-UNNAMED", "-cp", String.join(File.pathSeparator, classPath),
+                "io.github.dlpack4j.cli.Main", "doctor", "--json");
+        assertThat(r.exitCode()).as(r.err()).isZero();
+        DoctorReport report = new ObjectMapper().readValue(r.out(), DoctorReport.class);
+        assertThat(report.onnxRuntime()).isEqualTo(DoctorReport.OnnxRuntime.absent());
+        assertThat(report.ok()).isTrue();
+    }
+
     @Test
     void theExecutableJarReportsTheLegacyNumpyAndALibraryThatRaisesOnImport() throws Exception {
         Files.writeString(dir.resolve("breaks_on_import.py"), "raise RuntimeError('this module is broken on purpose')\n");

@@ -148,4 +148,23 @@ class DoctorTest {
                 "capsules              dltensor; with max_version=(1, 3): refused", "Every check passed.");
         assertThat(text).containsPattern("float32 +yes/yes +yes/yes +yes/yes +yes/-");
     }
+
+    @Test
+    void onnxRuntimeJavaIsReportedWithTheTenDtypesThatCrossBothWaysWithoutACopy() {
+        DoctorReport.OnnxRuntime ort = report.onnxRuntime();
+        assertThat(ort.status()).isEqualTo("ok");
+        assertThat(ort.version()).isEqualTo("1.26.0");
+        assertThat(ort.outputsZeroCopy()).isTrue();
+        assertThat(ort.dtypes()).extracting(DoctorReport.DtypeRow::dtype)
+                .containsExactlyElementsOf(Doctor.DTYPES.stream().map(Object::toString).toList());
+        assertThat(ort.dtypes()).filteredOn(d -> d.toJava().result().equals("yes") && d.fromJava().result().equals("yes"))
+                .extracting(DoctorReport.DtypeRow::dtype).containsExactly("bool", "int8", "int16", "int32", "int64",
+                        "uint8", "float16", "bfloat16", "float32", "float64");
+        assertThat(ort.dtypes()).filteredOn(d -> d.dtype().equals("uint16")).singleElement().satisfies(d -> {
+            assertThat(d.toJava().result()).isEqualTo("n/a");
+            assertThat(d.fromJava().detail()).contains("uint16", "convert");
+        });
+        assertThat(text).contains("ONNX Runtime Java 1.26.0 (dlpack4j-onnxruntime): inputs without a copy, outputs over "
+                + "ORT's memory", "dtypes both ways: bool, int8, int16, int32, int64, uint8, float16, bfloat16, float32, float64");
+    }
 }
