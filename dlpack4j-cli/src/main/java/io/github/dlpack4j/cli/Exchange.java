@@ -17,9 +17,9 @@ import java.util.function.DoubleUnaryOperator;
  */
 enum Exchange {
     JAVA_IMPORTS_NUMPY("Java imports a numpy array", "numpy.from_dlpack(ndarray)"),
-    JAVA_IMPORTS_NUMPY_IN_SCOPE("the same inside py.withGil (numpy)", "numpy.from_dlpack(ndarray)"),
+    JAVA_IMPORTS_NUMPY_IN_SCOPE("the same in a GIL scope (numpy)", "numpy.from_dlpack(ndarray)"),
     JAVA_IMPORTS_TORCH("Java imports a torch tensor", "numpy.from_dlpack(torch tensor)"),
-    JAVA_IMPORTS_TORCH_IN_SCOPE("the same inside py.withGil (torch)", "numpy.from_dlpack(torch tensor)"),
+    JAVA_IMPORTS_TORCH_IN_SCOPE("the same in a GIL scope (torch)", "numpy.from_dlpack(torch tensor)"),
     NUMPY_IMPORTS_JAVA("numpy.from_dlpack(Java tensor)", "numpy.from_dlpack(ndarray)"),
     TORCH_IMPORTS_JAVA("torch.from_dlpack(Java tensor)", "torch.from_dlpack(ndarray)"),
     ORT_TAKES_JAVA("ORT Java takes a Java tensor", "OrtValue.ortvalue_from_numpy(ndarray)"),
@@ -51,8 +51,8 @@ enum Exchange {
      * What a program should take from the two import rows: one call takes and drops the GIL itself;
      * a loop of imports inside one {@code withGil} scope pays for the GIL once.
      */
-    static final String ADVICE = "One call takes the GIL for itself; code that imports more than once (a request loop, "
-            + "a batch) should run inside py.withGil(() -> ...), which holds the GIL once for all of them.";
+    static final String ADVICE = "A loop of imports (a request loop, a batch) should hold the GIL once for all of them: "
+            + "py.withGil(() -> ...).";
 
     /** One timing: ns per exchange, Java's way and Python's, each the median of its rounds. */
     record Timing(Exchange exchange, long bytes, double javaNs, double pythonNs) {

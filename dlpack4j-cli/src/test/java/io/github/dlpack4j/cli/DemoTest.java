@@ -32,7 +32,7 @@ class DemoTest {
                 "Java reads t[0, 0] = -1.0");
         assertThat(out).containsPattern("Java imports a numpy array +\\d+ ns   Python: numpy.from_dlpack\\(ndarray\\) +\\d+ ns   ratio \\d+\\.\\d\\dx")
                 .as("the import in a GIL scope beside the one-call import, and which to use")
-                .containsPattern("the same inside py.withGil \\(numpy\\) +\\d+ ns   Python: numpy.from_dlpack\\(ndarray\\) +\\d+ ns   ratio \\d+\\.\\d\\dx")
+                .containsPattern("the same in a GIL scope \\(numpy\\) +\\d+ ns   Python: numpy.from_dlpack\\(ndarray\\) +\\d+ ns   ratio \\d+\\.\\d\\dx")
                 .contains(Exchange.ADVICE);
         assertThat(Dlpack.liveExports()).isZero();
     }
