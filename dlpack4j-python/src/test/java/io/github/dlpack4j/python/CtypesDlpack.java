@@ -78,10 +78,12 @@ final class CtypesDlpack {
                 values = [element(index).value for index in itertools.product(*[range(n) for n in shape])]
                 if first is not None:
                     element([0] * dl.ndim).value = first
+                # Everything is read before the deleter frees the struct that m and dl are views of.
                 version = (m.major, m.minor) if name == b'dltensor_versioned' else None
                 flags = m.flags if name == b'dltensor_versioned' else None
+                result = (version, flags, (dl.code, dl.bits, dl.lanes), shape, values)
                 if m.deleter:
                     Deleter(m.deleter)(p)
-                return version, flags, (dl.code, dl.bits, dl.lanes), shape, values
+                return result
             """;
 }
