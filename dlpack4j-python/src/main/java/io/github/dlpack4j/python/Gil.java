@@ -62,6 +62,7 @@ final class Gil {
                 int pin = (int) CApi.PyGILState_Ensure.invokeExact();
                 t.pinned = true;
             }
+            EmbeddedExit.afterAcquire();
             PendingReleases.drain();
             return state;
         } catch (Throwable e) {

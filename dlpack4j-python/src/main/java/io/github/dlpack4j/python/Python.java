@@ -108,7 +108,7 @@ public final class Python {
         }
         NativeLibrary.bindPython(process);
         Python p = Gil.with(() -> new Python(sysString("version"), sysString("executable"), mainGlobals()));
-        installShutdownHook();
+        installShutdownHook(false);
         HostExit.register(p); // the host's Python outlives this JVM: let go of it in time
         return p;
     }
@@ -148,7 +148,7 @@ public final class Python {
                 throw Py.unchecked(t);
             }
         }
-        installShutdownHook();
+        installShutdownHook(true);
         return p;
     }
 
@@ -220,7 +220,8 @@ public final class Python {
         }
     }
 
-    private static void installShutdownHook() {
+    /** {@code embedded}: this JVM started the interpreter, and its exit ends the process. */
+    private static void installShutdownHook(boolean embedded) {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             shuttingDown = true;
             // The JVM stops every thread where it is once the hooks are done: none of ours may be
@@ -228,6 +229,9 @@ public final class Python {
             long deadline = System.nanoTime() + 5_000_000_000L;
             while (INTERNAL_HOLDS.get() != 0 && System.nanoTime() - deadline < 0) {
                 LockSupport.parkNanos(1_000_000L);
+            }
+            if (embedded) {
+                EmbeddedExit.checkGilAtExit(); // the user's threads may hold it: a scope still open
             }
         }, "dlpack4j-python-shutdown"));
     }
@@ -291,9 +295,10 @@ public final class Python {
      * inside still lets other Python threads run now and then, as Python itself does, but Java code
      * inside does not: <b>blocking or long Java work inside a scope stops every other thread that
      * calls Python</b> (and waiting inside a scope for a thread that calls Python deadlocks). Let the
-     * GIL go around such work with {@link #allowThreads}. End scopes before the JVM exits: a daemon
-     * thread inside one, or {@code System.exit} called inside one, makes the exit hang once torch is
-     * imported, because torch's exit-time destructors wait for the GIL.
+     * GIL go around such work with {@link #allowThreads}. End scopes before the JVM exits: when a daemon
+     * thread is inside one, or {@code System.exit} is called inside one, the JVM still exits at once
+     * with its exit status, but the process skips the native exit handlers of its libraries (torch's
+     * would wait for ever for the GIL that the stopped thread holds) and says so on stderr.
      *
      * @param <T>  what {@code body} computes
      * @param body the work to run holding the GIL

@@ -1,7 +1,12 @@
 package io.github.dlpack4j.python;
 
+import java.util.concurrent.locks.LockSupport;
+
 /** Child-JVM programs for {@link ExitTest}: each imports torch and numpy, then ends in its own way. */
 public final class ExitScenarios {
+    /** Printed by a scenario as it begins to end the JVM. */
+    static final String LEAVING = "leaving";
+
     private ExitScenarios() {}
 
     public static void main(String[] args) throws Exception {
@@ -49,6 +54,19 @@ public final class ExitScenarios {
                     System.exit(5);
                 }
             }
+            case "daemon-in-scope" -> {
+                java.util.concurrent.CountDownLatch inScope = new java.util.concurrent.CountDownLatch(1);
+                Thread.ofPlatform().daemon().name("scope-holder").start(() -> py.withGil(() -> {
+                    inScope.countDown();
+                    LockSupport.park();
+                }));
+                inScope.await();
+                System.out.println(LEAVING);
+            }
+            case "exit-in-scope" -> py.withGil(() -> {
+                System.out.println(LEAVING);
+                System.exit(4);
+            });
             default -> throw new IllegalArgumentException(args[0]);
         }
     }
