@@ -1,6 +1,7 @@
 package io.github.dlpack4j.python;
 
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
 /**
@@ -36,6 +37,11 @@ final class Gil {
     }
 
     private static final ThreadLocal<PerThread> THREAD = ThreadLocal.withInitial(PerThread::new);
+    /**
+     * Java threads between taking the GIL through dlpack4j (waiting included) and giving it back; a
+     * thread inside {@link #allowThreads} still counts, since it takes the GIL back at its end.
+     */
+    private static final AtomicInteger ENTERED = new AtomicInteger();
 
     private Gil() {}
 
@@ -55,6 +61,7 @@ final class Gil {
                 throw new IllegalStateException("Python cannot be called from a virtual thread (it may change OS "
                         + "threads while holding the GIL); call it from a platform thread, e.g. a fixed thread pool");
             }
+            enter();
             // The first Ensure takes the GIL (release gives it back); the pin, taken second, only
             // raises the thread state's counter and is never released, so the state stays.
             int state = (int) CApi.PyGILState_Ensure.invokeExact();
@@ -62,7 +69,6 @@ final class Gil {
                 int pin = (int) CApi.PyGILState_Ensure.invokeExact();
                 t.pinned = true;
             }
-            EmbeddedExit.afterAcquire();
             PendingReleases.drain();
             return state;
         } catch (Throwable e) {
@@ -79,7 +85,25 @@ final class Gil {
             CApi.PyGILState_Release.invokeExact(state);
         } catch (Throwable e) {
             throw Py.unchecked(e);
+        } finally {
+            ENTERED.decrementAndGet();
         }
+    }
+
+    /**
+     * Counts this thread in before it waits for the GIL: from here until it gave the GIL back, a
+     * JVM exit would stop it waiting for or holding it ({@link EmbeddedExit}). The count is raised
+     * before the exit's flag is read, and the exit sets its flag before it reads the count, so one
+     * of the two always sees the other (both are sequentially consistent).
+     */
+    private static void enter() {
+        ENTERED.incrementAndGet();
+        EmbeddedExit.checkEntry();
+    }
+
+    /** {@return the Java threads that wait for the GIL or hold it through dlpack4j now} */
+    static int entered() {
+        return ENTERED.get();
     }
 
     /**

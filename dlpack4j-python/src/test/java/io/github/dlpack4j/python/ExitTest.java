@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -54,6 +55,21 @@ class ExitTest {
     @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void aGilScopeStillOpenWhenTheJvmExitsEndsTheProcessWithinSecondsWithItsExitCode(
             String scenario, int exitCode, String holder) throws Exception {
+        assertThat(exitAfterLeaving(scenario, exitCode)).anySatisfy(line -> assertThat(line)
+                .contains("thread \"" + holder + "\" (inside Python.withGil) holds the GIL"));
+    }
+
+    @Test
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aDaemonThreadCallingPythonInALoopDoesNotHangTheExit() throws Exception {
+        exitAfterLeaving("daemon-calling", 0);
+    }
+
+    /**
+     * Runs {@code scenario} and checks that the child ends with {@code exitCode} within 10 s of
+     * printing {@link ExitScenarios#LEAVING}, its C stdio written out; returns what it printed after.
+     */
+    private static List<String> exitAfterLeaving(String scenario, int exitCode) throws Exception {
         Process p = command(List.of("--enable-native-access=ALL-UNNAMED"), scenario).start();
         BufferedReader out = p.inputReader(StandardCharsets.UTF_8);
         String line;
@@ -67,8 +83,9 @@ class ExitTest {
         }
         assertThat(finished).as("the process ended within 10 s of leaving").isTrue();
         assertThat(p.exitValue()).isEqualTo(exitCode);
-        assertThat(out.lines().toList()).anySatisfy(l -> assertThat(l)
-                .contains("thread \"" + holder + "\" (inside Python.withGil) holds the GIL"));
+        List<String> after = out.lines().toList();
+        assertThat(after).as("printed after leaving").contains(ExitScenarios.C_STDIO_LINE);
+        return after;
     }
 
     static String output(Process p) throws Exception {
