@@ -30,7 +30,11 @@ final class Gil {
     /** What {@link #acquire} returns inside a scope: nothing was taken, nothing is given back. */
     private static final int SCOPED = -1; // PyGILState_STATE is 0 (LOCKED) or 1 (UNLOCKED)
 
-    /** Per platform thread: whether it keeps a thread state, and how many scopes it is in now. */
+    /**
+     * Per platform thread: whether dlpack4j keeps its thread state (made and pinned it, or it is the
+     * interpreter's first one, made on the thread that ran {@link Python#start()}), and how many
+     * scopes it is in now.
+     */
     private static final class PerThread {
         boolean pinned;
         int scopes;
@@ -63,10 +67,12 @@ final class Gil {
             }
             enter();
             // The first Ensure takes the GIL (release gives it back); the pin, taken second, only
-            // raises the thread state's counter and is never released, so the state stays.
+            // raises the thread state's counter and is never released, so the state stays. A thread
+            // state that Python made (a thread Python started) is Python's to keep: never pinned.
+            boolean pin = !t.pinned && !hasThreadState();
             int state = (int) CApi.PyGILState_Ensure.invokeExact();
-            if (!t.pinned) {
-                int pin = (int) CApi.PyGILState_Ensure.invokeExact();
+            if (pin) {
+                int pinned = (int) CApi.PyGILState_Ensure.invokeExact();
                 t.pinned = true;
             }
             PendingReleases.drain();
@@ -197,6 +203,29 @@ final class Gil {
             } catch (Throwable e) {
                 throw Py.unchecked(e);
             }
+        }
+    }
+
+    /**
+     * Whether Python made this thread's thread state: a thread that Python started (the main thread
+     * of a program that hosts the JVM, a {@code threading.Thread}), or a Java thread running Python
+     * code that called back into Java. Python code further down this thread's stack takes the GIL
+     * back as soon as the Java code returns, so taking it here adds no wait that was not coming.
+     */
+    static boolean isPythonThread() {
+        return !THREAD.get().pinned && hasThreadState();
+    }
+
+    /** Keeps, as a pin would, the interpreter's first thread state, which {@link Python#start()} made on this thread. */
+    static void keepInitialThreadState() {
+        THREAD.get().pinned = true;
+    }
+
+    private static boolean hasThreadState() {
+        try {
+            return ((MemorySegment) CApi.PyGILState_GetThisThreadState.invokeExact()).address() != 0;
+        } catch (Throwable e) {
+            throw Py.unchecked(e);
         }
     }
 

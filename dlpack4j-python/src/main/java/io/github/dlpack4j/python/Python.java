@@ -131,6 +131,7 @@ public final class Python {
                 Env.set("PYTHONHOME", located.basePrefix());
             }
             CApi.Py_InitializeEx.invokeExact(0); // 0: no signal handlers, the JVM owns signals
+            Gil.keepInitialThreadState(); // a Java thread: its closes queue like any other's
             if (!userSetPythonHome()) {
                 Env.unset("PYTHONHOME");
             }
