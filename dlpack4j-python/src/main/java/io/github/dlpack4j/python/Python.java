@@ -225,14 +225,15 @@ public final class Python {
     private static void installShutdownHook(boolean embedded) {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             shuttingDown = true;
+            if (embedded) {
+                EmbeddedExit.checkGilAtExit(); // every thread that may hold the GIL, ours included
+                return;
+            }
             // The JVM stops every thread where it is once the hooks are done: none of ours may be
             // holding the GIL then (see enterInternalHold). Holds are short; five seconds is a bound.
             long deadline = System.nanoTime() + 5_000_000_000L;
             while (INTERNAL_HOLDS.get() != 0 && System.nanoTime() - deadline < 0) {
                 LockSupport.parkNanos(1_000_000L);
-            }
-            if (embedded) {
-                EmbeddedExit.checkGilAtExit(); // the user's threads may hold it: a scope still open
             }
         }, "dlpack4j-python-shutdown"));
     }
@@ -244,7 +245,8 @@ public final class Python {
      * Begins a GIL hold that dlpack4j takes on its own account (the release flusher; a close that
      * runs queued deleters past the queue's bound), or says no once the JVM's shutdown began. The
      * shutdown hook waits for such holds to end: a thread stopped by the JVM's exit while it holds
-     * the GIL hangs the exit once torch is imported, whose exit-time destructors take the GIL.
+     * the GIL would hang the host's Python. (A JVM that embeds Python waits, with a bound, for every
+     * thread that takes the GIL through dlpack4j, these included: {@link EmbeddedExit}.)
      * The count is raised before the flag is read and the hook sets the flag before it reads the
      * count, so one of the two always sees the other.
      *
