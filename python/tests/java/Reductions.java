@@ -6,7 +6,9 @@ import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 import io.github.dlpack4j.python.PythonDlpack;
+import java.time.Duration;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
 
 /** Java methods that take dlpack4j tensors, called from the Python tests through JPype. */
 public final class Reductions {
@@ -76,6 +78,27 @@ public final class Reductions {
             System.gc();
             Thread.sleep(20);
         }
+    }
+
+    /**
+     * Closes {@code t} on a new Java thread while this thread holds the GIL in a scope (so that no
+     * queued deleter runs meanwhile), and returns what {@code stillAlive} says right after, still
+     * holding it.
+     *
+     * @throws IllegalStateException if the close did not return within 10 s (it waited for the GIL)
+     */
+    public static boolean closeOnAJavaThreadWhileHoldingTheGil(Tensor t, BooleanSupplier stillAlive) {
+        return Python.attach().withGil(() -> {
+            Thread closer = Thread.ofPlatform().start(t::close);
+            try {
+                if (!closer.join(Duration.ofSeconds(10))) {
+                    throw new IllegalStateException("a close on a Java thread waited for the GIL");
+                }
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+            return stillAlive.getAsBoolean();
+        });
     }
 
     /**

@@ -66,6 +66,8 @@ final class CApi {
     static final MethodHandle PyGILState_Release = fn("PyGILState_Release", FunctionDescriptor.ofVoid(JAVA_INT));
     /** Critical: it reads this thread's state and the runtime's, nothing else. */
     static final MethodHandle PyGILState_Check = leaf("PyGILState_Check", FunctionDescriptor.of(JAVA_INT));
+    /** Critical: it reads this OS thread's thread-state slot, nothing else. */
+    static final MethodHandle PyGILState_GetThisThreadState = leaf("PyGILState_GetThisThreadState", FunctionDescriptor.of(ADDRESS));
     static final MethodHandle PyEval_SaveThread = fn("PyEval_SaveThread", FunctionDescriptor.of(ADDRESS));
     static final MethodHandle PyEval_RestoreThread = fn("PyEval_RestoreThread", V_P);
 

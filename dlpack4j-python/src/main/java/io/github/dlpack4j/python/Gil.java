@@ -1,6 +1,7 @@
 package io.github.dlpack4j.python;
 
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
 /**
@@ -29,13 +30,22 @@ final class Gil {
     /** What {@link #acquire} returns inside a scope: nothing was taken, nothing is given back. */
     private static final int SCOPED = -1; // PyGILState_STATE is 0 (LOCKED) or 1 (UNLOCKED)
 
-    /** Per platform thread: whether it keeps a thread state, and how many scopes it is in now. */
+    /**
+     * Per platform thread: whether dlpack4j keeps its thread state (made and pinned it, or it is the
+     * interpreter's first one, made on the thread that ran {@link Python#start()}), and how many
+     * scopes it is in now.
+     */
     private static final class PerThread {
         boolean pinned;
         int scopes;
     }
 
     private static final ThreadLocal<PerThread> THREAD = ThreadLocal.withInitial(PerThread::new);
+    /**
+     * Java threads between taking the GIL through dlpack4j (waiting included) and giving it back; a
+     * thread inside {@link #allowThreads} still counts, since it takes the GIL back at its end.
+     */
+    private static final AtomicInteger ENTERED = new AtomicInteger();
 
     private Gil() {}
 
@@ -55,11 +65,14 @@ final class Gil {
                 throw new IllegalStateException("Python cannot be called from a virtual thread (it may change OS "
                         + "threads while holding the GIL); call it from a platform thread, e.g. a fixed thread pool");
             }
+            enter();
             // The first Ensure takes the GIL (release gives it back); the pin, taken second, only
-            // raises the thread state's counter and is never released, so the state stays.
+            // raises the thread state's counter and is never released, so the state stays. A thread
+            // state that Python made (a thread Python started) is Python's to keep: never pinned.
+            boolean pin = !t.pinned && !hasThreadState();
             int state = (int) CApi.PyGILState_Ensure.invokeExact();
-            if (!t.pinned) {
-                int pin = (int) CApi.PyGILState_Ensure.invokeExact();
+            if (pin) {
+                int pinned = (int) CApi.PyGILState_Ensure.invokeExact();
                 t.pinned = true;
             }
             PendingReleases.drain();
@@ -78,7 +91,25 @@ final class Gil {
             CApi.PyGILState_Release.invokeExact(state);
         } catch (Throwable e) {
             throw Py.unchecked(e);
+        } finally {
+            ENTERED.decrementAndGet();
         }
+    }
+
+    /**
+     * Counts this thread in before it waits for the GIL: from here until it gave the GIL back, a
+     * JVM exit would stop it waiting for or holding it ({@link EmbeddedExit}). The count is raised
+     * before the exit's flag is read, and the exit sets its flag before it reads the count, so one
+     * of the two always sees the other (both are sequentially consistent).
+     */
+    private static void enter() {
+        ENTERED.incrementAndGet();
+        EmbeddedExit.checkEntry();
+    }
+
+    /** {@return the Java threads that wait for the GIL or hold it through dlpack4j now} */
+    static int entered() {
+        return ENTERED.get();
     }
 
     /**
@@ -172,6 +203,29 @@ final class Gil {
             } catch (Throwable e) {
                 throw Py.unchecked(e);
             }
+        }
+    }
+
+    /**
+     * Whether Python made this thread's thread state: a thread that Python started (the main thread
+     * of a program that hosts the JVM, a {@code threading.Thread}), or a Java thread running Python
+     * code that called back into Java. Python code further down this thread's stack takes the GIL
+     * back as soon as the Java code returns, so taking it here adds no wait that was not coming.
+     */
+    static boolean isPythonThread() {
+        return !THREAD.get().pinned && hasThreadState();
+    }
+
+    /** Keeps, as a pin would, the interpreter's first thread state, which {@link Python#start()} made on this thread. */
+    static void keepInitialThreadState() {
+        THREAD.get().pinned = true;
+    }
+
+    private static boolean hasThreadState() {
+        try {
+            return ((MemorySegment) CApi.PyGILState_GetThisThreadState.invokeExact()).address() != 0;
+        } catch (Throwable e) {
+            throw Py.unchecked(e);
         }
     }
 

@@ -7,7 +7,11 @@ import java.util.concurrent.Executor;
  * Where the deleter of a tensor that a Python producer made runs (the {@code deleterContext} of
  * {@link ManagedTensor#adoptVersioned(java.lang.foreign.MemorySegment, Executor)}): such deleters may
  * drop Python references, so they run holding the GIL. On a thread that holds it (inside
- * {@link Python#withGil}, or Java called from Python) the deleter runs at once; on any other it
+ * {@link Python#withGil}, or Java called from Python) the deleter runs at once; so it does on a
+ * thread that Python made ({@link Gil#isPythonThread()}: the main thread of a program that hosts the
+ * JVM, a {@code threading.Thread}), where JPype let the GIL go around the Java call and takes it
+ * back right after, so this thread takes it for the deleter (a Python programmer expects
+ * {@code close()} to release the array before it returns). On any other thread (a Java thread) it
  * goes to {@link PendingReleases}, so that {@code close()} never waits for the GIL, and runs at the
  * next GIL acquisition or within 20 ms; past the queue's bound, the closing thread takes the GIL
  * and runs it (with the queued ones) itself. After the JVM's shutdown began it leaks instead.
@@ -44,6 +48,15 @@ final class ProducerDeleter extends PendingReleases.Node implements Executor {
         }
         if (Gil.isHeld()) {
             deleter.run();
+            return;
+        }
+        if (Gil.isPythonThread()) {
+            int g = Gil.acquire(); // runs the queued ones too
+            try {
+                deleter.run();
+            } finally {
+                Gil.release(g);
+            }
             return;
         }
         // A virtual thread may not take the GIL: it queues even past the bound, and wakes the flusher.

@@ -111,7 +111,7 @@ public final class Python {
         Python p = Gil.with(() -> new Python(sysString("version"), sysString("executable"), mainGlobals()));
         String[] version = p.version.split("[. ]", 3); // "3.12.1 (main, ...)"
         PythonLocator.checkVersion(Integer.parseInt(version[0]), Integer.parseInt(version[1]), "the host process");
-        installShutdownHook();
+        installShutdownHook(false);
         HostExit.register(p); // the host's Python outlives this JVM: let go of it in time
         return p;
     }
@@ -134,6 +134,7 @@ public final class Python {
                 Env.set("PYTHONHOME", located.basePrefix());
             }
             CApi.Py_InitializeEx.invokeExact(0); // 0: no signal handlers, the JVM owns signals
+            Gil.keepInitialThreadState(); // a Java thread: its closes queue like any other's
             if (!userSetPythonHome()) {
                 Env.unset("PYTHONHOME");
             }
@@ -151,7 +152,7 @@ public final class Python {
                 throw Py.unchecked(t);
             }
         }
-        installShutdownHook();
+        installShutdownHook(true);
         return p;
     }
 
@@ -223,9 +224,14 @@ public final class Python {
         }
     }
 
-    private static void installShutdownHook() {
+    /** {@code embedded}: this JVM started the interpreter, and its exit ends the process. */
+    private static void installShutdownHook(boolean embedded) {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             shuttingDown = true;
+            if (embedded) {
+                EmbeddedExit.checkGilAtExit(); // every thread that may hold the GIL, ours included
+                return;
+            }
             // The JVM stops every thread where it is once the hooks are done: none of ours may be
             // holding the GIL then (see enterInternalHold). Holds are short; five seconds is a bound.
             long deadline = System.nanoTime() + 5_000_000_000L;
@@ -242,7 +248,8 @@ public final class Python {
      * Begins a GIL hold that dlpack4j takes on its own account (the release flusher; a close that
      * runs queued deleters past the queue's bound), or says no once the JVM's shutdown began. The
      * shutdown hook waits for such holds to end: a thread stopped by the JVM's exit while it holds
-     * the GIL hangs the exit once torch is imported, whose exit-time destructors take the GIL.
+     * the GIL would hang the host's Python. (A JVM that embeds Python waits, with a bound, for every
+     * thread that takes the GIL through dlpack4j, these included: {@link EmbeddedExit}.)
      * The count is raised before the flag is read and the hook sets the flag before it reads the
      * count, so one of the two always sees the other.
      *
@@ -294,9 +301,10 @@ public final class Python {
      * inside still lets other Python threads run now and then, as Python itself does, but Java code
      * inside does not: <b>blocking or long Java work inside a scope stops every other thread that
      * calls Python</b> (and waiting inside a scope for a thread that calls Python deadlocks). Let the
-     * GIL go around such work with {@link #allowThreads}. End scopes before the JVM exits: a daemon
-     * thread inside one, or {@code System.exit} called inside one, makes the exit hang once torch is
-     * imported, because torch's exit-time destructors wait for the GIL.
+     * GIL go around such work with {@link #allowThreads}. End scopes before the JVM exits: when a daemon
+     * thread is inside one, or {@code System.exit} is called inside one, the JVM still exits at once
+     * with its exit status, but the process skips the native exit handlers of its libraries (torch's
+     * would wait for ever for the GIL that the stopped thread holds) and says so on stderr.
      *
      * @param <T>  what {@code body} computes
      * @param body the work to run holding the GIL

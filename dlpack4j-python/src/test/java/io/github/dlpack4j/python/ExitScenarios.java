@@ -1,11 +1,18 @@
 package io.github.dlpack4j.python;
 
+import java.util.concurrent.locks.LockSupport;
+
 /**
  * Child-JVM programs for {@link ExitTest}: each imports torch and numpy (or, with a second argument
  * {@code ctypes}, leaves a ctypes consumer's and a ctypes producer's tensors open, for a Python
  * without those), then ends in its own way.
  */
 public final class ExitScenarios {
+    /** Printed by a scenario as it begins to end the JVM. */
+    static final String LEAVING = "leaving";
+    /** Printed through C's stdio, whose buffer only the exit writes out when the output is a pipe. */
+    static final String C_STDIO_LINE = "written by C stdio";
+
     private ExitScenarios() {}
 
     public static void main(String[] args) throws Exception {
@@ -24,6 +31,8 @@ public final class ExitScenarios {
         } else {
             py.exec("import torch, numpy\nt = torch.ones(100)\na = numpy.ones(100)\nassert float(t.sum()) == a.sum() == 100");
         }
+        // C stdio into a pipe is written out by exit only: an exit that skips the handlers still must.
+        py.exec("import ctypes\nctypes.CDLL(None).printf(b'" + C_STDIO_LINE + "\\n')");
         switch (args[0]) {
             case "return" -> System.out.println("main returns");
             case "exit" -> System.exit(3);
@@ -66,6 +75,31 @@ public final class ExitScenarios {
                 if (pending != 4) {
                     System.exit(5);
                 }
+            }
+            case "daemon-in-scope" -> {
+                java.util.concurrent.CountDownLatch inScope = new java.util.concurrent.CountDownLatch(1);
+                Thread.ofPlatform().daemon().name("scope-holder").start(() -> py.withGil(() -> {
+                    inScope.countDown();
+                    LockSupport.park();
+                }));
+                inScope.await();
+                System.out.println(LEAVING);
+            }
+            case "exit-in-scope" -> py.withGil(() -> {
+                System.out.println(LEAVING);
+                System.exit(4);
+            });
+            case "daemon-calling" -> {
+                java.util.concurrent.CountDownLatch calling = new java.util.concurrent.CountDownLatch(1);
+                Thread.ofPlatform().daemon().name("python-caller").start(() -> {
+                    while (true) {
+                        try (PyObject sum = py.eval("float(t.sum())")) {
+                            calling.countDown();
+                        }
+                    }
+                });
+                calling.await();
+                System.out.println(LEAVING);
             }
             default -> throw new IllegalArgumentException(args[0]);
         }

@@ -2,6 +2,7 @@ package io.github.dlpack4j.python;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.io.BufferedReader;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -9,16 +10,23 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * The JVM exits promptly after Python imported torch and numpy. A JVM that still held the GIL at
- * exit used to hang for ever, because torch's exit-time destructors wait for it. With ctypes peers
+ * exit used to hang for ever, because torch's exit-time destructors wait for it; a GIL scope still
+ * open when the JVM exits now ends the process at once, with the JVM's exit code. With ctypes peers
  * instead, on every supported CPython ({@code any-cpython}).
  */
 class ExitTest {
     static Process child(List<String> jvmFlags, String... args) throws Exception {
+        return command(jvmFlags, args).redirectOutput(File.createTempFile("dlpack4j-exit", ".log")).start();
+    }
+
+    private static ProcessBuilder command(List<String> jvmFlags, String... args) {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.addAll(jvmFlags);
@@ -27,8 +35,7 @@ class ExitTest {
         cmd.add("-Ddlpack4j.python=" + System.getProperty("dlpack4j.python"));
         cmd.add(ExitScenarios.class.getName());
         cmd.addAll(List.of(args));
-        return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(
-                File.createTempFile("dlpack4j-exit", ".log")).start();
+        return new ProcessBuilder(cmd).redirectErrorStream(true);
     }
 
     @ParameterizedTest(name = "{0} exits with {1}")
@@ -54,6 +61,44 @@ class ExitTest {
         assertThat(finished).as("child JVM finished within 60 s").isTrue();
         assertThat(p.exitValue()).isEqualTo(exitCode);
         assertThat(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start)).as("seconds").isLessThan(30);
+    }
+
+    @ParameterizedTest(name = "{0} exits with {1}")
+    @CsvSource({"exit-in-scope, 4, main", "daemon-in-scope, 0, scope-holder"})
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aGilScopeStillOpenWhenTheJvmExitsEndsTheProcessWithinSecondsWithItsExitCode(
+            String scenario, int exitCode, String holder) throws Exception {
+        assertThat(exitAfterLeaving(scenario, exitCode)).anySatisfy(line -> assertThat(line)
+                .contains("thread \"" + holder + "\" (inside Python.withGil) holds the GIL"));
+    }
+
+    @Test
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aDaemonThreadCallingPythonInALoopDoesNotHangTheExit() throws Exception {
+        exitAfterLeaving("daemon-calling", 0);
+    }
+
+    /**
+     * Runs {@code scenario} and checks that the child ends with {@code exitCode} within 10 s of
+     * printing {@link ExitScenarios#LEAVING}, its C stdio written out; returns what it printed after.
+     */
+    private static List<String> exitAfterLeaving(String scenario, int exitCode) throws Exception {
+        Process p = command(List.of("--enable-native-access=ALL-UNNAMED"), scenario).start();
+        BufferedReader out = p.inputReader(StandardCharsets.UTF_8);
+        String line;
+        do {
+            line = out.readLine();
+        } while (line != null && !line.equals(ExitScenarios.LEAVING));
+        assertThat(line).as("the scenario reached its end").isNotNull();
+        boolean finished = p.waitFor(10, TimeUnit.SECONDS);
+        if (!finished) {
+            p.destroyForcibly();
+        }
+        assertThat(finished).as("the process ended within 10 s of leaving").isTrue();
+        assertThat(p.exitValue()).isEqualTo(exitCode);
+        List<String> after = out.lines().toList();
+        assertThat(after).as("printed after leaving").contains(ExitScenarios.C_STDIO_LINE);
+        return after;
     }
 
     static String output(Process p) throws Exception {
