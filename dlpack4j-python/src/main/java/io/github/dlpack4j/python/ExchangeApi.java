@@ -186,9 +186,6 @@ public final class ExchangeApi {
 
     /** {@link #importNoSync(PyObject)} with the GIL held. */
     ExchangeTensor importNoSync(MemorySegment obj) throws Throwable {
-        if (torch != null) {
-            torch.refuseUnexportable(obj, false);
-        }
         MemorySegment out = OUT.get();
         int status = (int) TWO_POINTER_INVOKER.invokeExact(
                 table.get(ADDRESS, DLPackExchangeAPI.MANAGED_TENSOR_FROM_PY_OBJECT_NO_SYNC), obj, out);
@@ -196,6 +193,14 @@ public final class ExchangeApi {
         // No GIL around this deleter: exchange-API producers are native libraries whose deleters
         // take the GIL themselves when they need it (DLPack 1.3), and torch's does not need it.
         ManagedTensor m = ManagedTensor.adoptVersioned(out.get(ADDRESS, 0));
+        if (torch != null) { // after the export: its dtype says which of torch's bits can be set
+            try {
+                torch.refuseUnexportable(obj, false, m.tensor().dtype());
+            } catch (Throwable refused) {
+                m.close();
+                throw refused;
+            }
+        }
         Device device = m.tensor().device();
         if (device.type() == io.github.dlpack4j.DeviceType.CPU) {
             return new ExchangeTensor(m, 0); // CPU work has no stream (DLPack: NULL on CPU)
@@ -228,7 +233,7 @@ public final class ExchangeApi {
         }
         return Gil.with(() -> {
             if (torch != null) {
-                torch.refuseUnexportable(obj.borrow(), false);
+                torch.refuseUnexportable(obj.borrow(), false, null);
             }
             try (Arena arena = Arena.ofConfined()) {
                 // A versioned struct around the borrowed DLTensor, without deleter: the core's

@@ -205,7 +205,7 @@ public final class ImportRequest {
             }
         }
         if (producer.torch() != null) {
-            producer.torch().refuseUnexportable(o, Boolean.TRUE.equals(copy));
+            producer.torch().refuseUnexportable(o, Boolean.TRUE.equals(copy), null);
         }
         Long streamArg = stream == DlpackStream.NONE ? null : stream.streamArgument(target != null ? target : device());
         MemorySegment capsule = callDlpack(o, streamArg, true);

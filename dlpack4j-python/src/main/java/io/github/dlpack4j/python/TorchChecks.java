@@ -1,5 +1,7 @@
 package io.github.dlpack4j.python;
 
+import io.github.dlpack4j.DataType;
+import io.github.dlpack4j.DataTypeCode;
 import io.github.dlpack4j.DlpackException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -14,8 +16,8 @@ import java.lang.foreign.ValueLayout;
  * a tensor that requires gradient becomes writable memory behind autograd's back. Its Python
  * {@code __dlpack__} refuses both with {@code BufferError}; and both routes export a view with the
  * negative bit set (e.g. {@code x.conj().imag}) as its unnegated values, which torch's own
- * {@code from_dlpack} then reads wrong. So before a torch tensor is imported without a copy, these
- * three bits are read through the C API (three calls, no Python frame); layouts and dtypes that
+ * {@code from_dlpack} then reads wrong. So when a torch tensor is imported without a copy, these
+ * bits are read through the C API (no Python frame), those its dtype can carry; layouts and dtypes that
  * DLPack cannot describe make the producer fail, and {@link #explain} turns that failure into the
  * reason and the fix.
  *
@@ -59,18 +61,24 @@ final class TorchChecks {
     /**
      * Refuses {@code tensor} if importing its memory as it is would break what torch's
      * {@code __dlpack__} promises: requires gradient, conjugate bit, or (unless {@code copying}) the
-     * negative bit. torch's copy resolves the negative bit, so a copy of such a view is right.
+     * negative bit. torch's copy resolves the negative bit, so a copy of such a view is right. Each
+     * bit costs a call into torch (about 100-200 ns), so with the {@code dtype} already exported only
+     * the bits that dtype can carry are read: only floating and complex tensors require gradient,
+     * only complex ones have the conjugate bit.
      *
      * @param tensor  a borrowed {@code torch.Tensor}
      * @param copying whether the producer is asked to copy ({@code copy=True})
+     * @param dtype   the tensor's dtype if known (read from its export), or null
      * @throws DlpackException naming the reason and the call that fixes it
      */
-    void refuseUnexportable(MemorySegment tensor, boolean copying) throws Throwable {
-        if (isTrue((MemorySegment) CApi.PyObject_GetAttr.invokeExact(tensor, requiresGrad))) {
+    void refuseUnexportable(MemorySegment tensor, boolean copying, DataType dtype) throws Throwable {
+        DataTypeCode code = dtype == null ? null : dtype.code();
+        boolean integral = code == DataTypeCode.INT || code == DataTypeCode.UINT || code == DataTypeCode.BOOL;
+        if (!integral && isTrue((MemorySegment) CApi.PyObject_GetAttr.invokeExact(tensor, requiresGrad))) {
             throw new DlpackException("cannot import a torch.Tensor that requires gradient: Java would read and "
                     + "write its memory behind autograd's back (torch's __dlpack__ refuses it too); pass tensor.detach()");
         }
-        if (callsTrue(tensor, isConj)) {
+        if ((code == null || code == DataTypeCode.COMPLEX) && callsTrue(tensor, isConj)) {
             throw new DlpackException("cannot import a torch.Tensor with the conjugate bit set (a lazy conj() view): "
                     + "its memory holds the unconjugated values, which every DLPack reader would see; pass "
                     + "tensor.resolve_conj()");
