@@ -10,8 +10,6 @@ import io.github.dlpack4j.Tensor;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -21,8 +19,7 @@ import org.junit.jupiter.api.Test;
  * {@code any-cpython} tests on each one present), where numpy and torch may have no wheels.
  */
 @Tag("any-cpython")
-class CtypesPeerTest {
-    static final Python PY = Python.start();
+class CtypesPeerTest extends LeakChecked {
 
     static {
         PY.exec(CtypesDlpack.STRUCTS + """
@@ -43,27 +40,6 @@ class CtypesPeerTest {
                     def __dlpack__(self, stream=None):
                         return legacy_capsule([8, 9], peer_deleter, peer_keep)
                 """);
-    }
-
-    private int exportsBefore;
-    private long bytesBefore;
-
-    @BeforeEach
-    void countExports() {
-        PY.exec("gc.collect()");
-        exportsBefore = Dlpack.liveExports();
-        bytesBefore = Dlpack.nativeBytesInUse();
-    }
-
-    /** Every test leaves no export and no native byte behind, once Python collected. */
-    @AfterEach
-    void nothingLeaks() {
-        PY.exec("""
-                for _n in [n for n in globals() if n.startswith('x_')]:
-                    del globals()[_n]
-                gc.collect()""");
-        assertThat(Dlpack.liveExports()).isEqualTo(exportsBefore);
-        assertThat(Dlpack.nativeBytesInUse()).isEqualTo(bytesBefore);
     }
 
     private static long deleterCalls() {

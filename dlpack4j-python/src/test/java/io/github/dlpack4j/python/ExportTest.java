@@ -12,15 +12,12 @@ import io.github.dlpack4j.ExportRequest;
 import io.github.dlpack4j.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** Java to Python against the real consumers in .venv: numpy 2.4.6, torch 2.13, jax 0.10.2. */
-class ExportTest {
-    static final Python PY = Python.start();
+class ExportTest extends LeakChecked {
 
     static {
         PY.exec("""
@@ -31,27 +28,6 @@ class ExportTest {
                     except Exception as e:
                         return (type(e).__name__, str(e))
                 """);
-    }
-
-    private int exportsBefore;
-    private long bytesBefore;
-
-    @BeforeEach
-    void countExports() {
-        PY.exec("gc.collect()");
-        exportsBefore = Dlpack.liveExports();
-        bytesBefore = Dlpack.nativeBytesInUse();
-    }
-
-    /** Every test leaves no export, no Python instance and no native byte behind, once Python collected. */
-    @AfterEach
-    void nothingLeaks() {
-        PY.exec("""
-                for _n in [n for n in globals() if n.startswith('x_')]:
-                    del globals()[_n]
-                gc.collect()""");
-        assertThat(Dlpack.liveExports()).isEqualTo(exportsBefore);
-        assertThat(Dlpack.nativeBytesInUse()).isEqualTo(bytesBefore);
     }
 
     private static DataType dtype(String name) {
