@@ -22,6 +22,7 @@ import java.util.Optional;
 final class NativeLibrary {
     private static final int RTLD_NOW = 2;
     private static final int RTLD_GLOBAL = 0x100;
+    private static final int RTLD_NOLOAD = 4;
     private static final Linker LINKER = Linker.nativeLinker();
     private static final MethodHandle DLOPEN = LINKER.downcallHandle(
             LINKER.defaultLookup().findOrThrow("dlopen"), FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT));
@@ -62,6 +63,20 @@ final class NativeLibrary {
             throw new IllegalStateException("dlopen(" + path + ") failed: " + lastError());
         }
         return lookupIn(handle);
+    }
+
+    /**
+     * The symbols of {@code path} if the process has loaded that library already ({@code RTLD_NOLOAD}:
+     * nothing new is ever loaded); empty if it has not.
+     */
+    static Optional<SymbolLookup> loaded(Path path) {
+        MemorySegment handle;
+        try (Arena arena = Arena.ofConfined()) {
+            handle = (MemorySegment) DLOPEN.invokeExact(arena.allocateFrom(path.toString()), RTLD_NOW | RTLD_NOLOAD);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+        return handle.address() == 0 ? Optional.empty() : Optional.of(lookupIn(handle));
     }
 
     /** The symbols already loaded in the process (the executable and every global library). */

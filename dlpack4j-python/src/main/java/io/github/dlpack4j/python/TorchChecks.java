@@ -17,7 +17,7 @@ import java.lang.foreign.ValueLayout;
  * {@code __dlpack__} refuses both with {@code BufferError}; and both routes export a view with the
  * negative bit set (e.g. {@code x.conj().imag}) as its unnegated values, which torch's own
  * {@code from_dlpack} then reads wrong. So when a torch tensor is imported without a copy, these
- * bits are read through the C API (no Python frame), those its dtype can carry; layouts and dtypes that
+ * bits are read, from torch's C++ objects ({@link TorchBits}) or else through its getters; layouts and dtypes that
  * DLPack cannot describe make the producer fail, and {@link #explain} turns that failure into the
  * reason and the fix.
  *
@@ -33,11 +33,19 @@ final class TorchChecks {
     private final MemorySegment requiresGrad;
     private final MemorySegment isConj;
     private final MemorySegment isNeg;
+    /** The bits read from torch's C++ objects, or null where they are read through the getters. */
+    private final TorchBits bits;
 
-    private TorchChecks() {
+    private TorchChecks(TorchBits bits) {
         requiresGrad = intern("requires_grad");
         isConj = intern("is_conj");
         isNeg = intern("is_neg");
+        this.bits = bits;
+    }
+
+    /** Checks that read every bit through torch's getters, as where {@link TorchBits} finds nothing: for tests. */
+    static TorchChecks throughGetters() {
+        return new TorchChecks(null);
     }
 
     /**
@@ -46,7 +54,7 @@ final class TorchChecks {
      * @param type a Python type, with the GIL held
      */
     static TorchChecks forType(PyObject type) throws Throwable {
-        return ProducerType.firstInMro(type, cls -> isTorchTensor(cls) ? new TorchChecks() : null);
+        return ProducerType.firstInMro(type, cls -> isTorchTensor(cls) ? new TorchChecks(TorchBits.find()) : null);
     }
 
     private static boolean isTorchTensor(PyObject cls) {
@@ -61,10 +69,11 @@ final class TorchChecks {
     /**
      * Refuses {@code tensor} if importing its memory as it is would break what torch's
      * {@code __dlpack__} promises: requires gradient, conjugate bit, or (unless {@code copying}) the
-     * negative bit. torch's copy resolves the negative bit, so a copy of such a view is right. Each
-     * bit costs a call into torch (about 100-200 ns), so with the {@code dtype} already exported only
-     * the bits that dtype can carry are read: only floating and complex tensors require gradient,
-     * only complex ones have the conjugate bit.
+     * negative bit. torch's copy resolves the negative bit, so a copy of such a view is right. The
+     * bits are read from torch's C++ objects where {@link TorchBits} found them (a few ns); else each
+     * costs a call of a getter (100-250 ns), so with the {@code dtype} already exported only the bits
+     * that dtype can carry are read: only floating and complex tensors require gradient, only complex
+     * ones have the conjugate bit.
      *
      * @param tensor  a borrowed {@code torch.Tensor}
      * @param copying whether the producer is asked to copy ({@code copy=True})
@@ -74,20 +83,38 @@ final class TorchChecks {
     void refuseUnexportable(MemorySegment tensor, boolean copying, DataType dtype) throws Throwable {
         DataTypeCode code = dtype == null ? null : dtype.code();
         boolean integral = code == DataTypeCode.INT || code == DataTypeCode.UINT || code == DataTypeCode.BOOL;
-        if (!integral && isTrue((MemorySegment) CApi.PyObject_GetAttr.invokeExact(tensor, requiresGrad))) {
+        if (!integral && requiresGrad(tensor)) {
             throw new DlpackException("cannot import a torch.Tensor that requires gradient: Java would read and "
                     + "write its memory behind autograd's back (torch's __dlpack__ refuses it too); pass tensor.detach()");
         }
-        if ((code == null || code == DataTypeCode.COMPLEX) && callsTrue(tensor, isConj)) {
+        if ((code == null || code == DataTypeCode.COMPLEX) && isConj(tensor)) {
             throw new DlpackException("cannot import a torch.Tensor with the conjugate bit set (a lazy conj() view): "
                     + "its memory holds the unconjugated values, which every DLPack reader would see; pass "
                     + "tensor.resolve_conj()");
         }
-        if (!copying && callsTrue(tensor, isNeg)) {
+        if (!copying && isNeg(tensor)) {
             throw new DlpackException("cannot import a torch.Tensor with the negative bit set (a lazy negation such "
                     + "as x.conj().imag): its memory holds the values unnegated, which every DLPack reader would see; "
                     + "pass tensor.resolve_neg(), or ask for a copy");
         }
+    }
+
+    /** Whether the bits are read from torch's C++ objects ({@link TorchBits}) rather than through its getters. */
+    boolean readsBitsFromMemory() {
+        return bits != null;
+    }
+
+    private boolean requiresGrad(MemorySegment tensor) throws Throwable {
+        return bits != null ? bits.requiresGrad(tensor)
+                : isTrue((MemorySegment) CApi.PyObject_GetAttr.invokeExact(tensor, requiresGrad));
+    }
+
+    private boolean isConj(MemorySegment tensor) throws Throwable {
+        return bits != null ? bits.isConj(tensor) : callsTrue(tensor, isConj);
+    }
+
+    private boolean isNeg(MemorySegment tensor) throws Throwable {
+        return bits != null ? bits.isNeg(tensor) : callsTrue(tensor, isNeg);
     }
 
     /**

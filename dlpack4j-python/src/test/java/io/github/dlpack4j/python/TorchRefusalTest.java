@@ -7,11 +7,13 @@ import io.github.dlpack4j.Device;
 import io.github.dlpack4j.Dlpack;
 import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.ManagedTensor;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * torch tensors that DLPack cannot describe as they are: torch's C Exchange API exports some of them
@@ -87,6 +89,67 @@ class TorchRefusalTest {
                     .hasMessageContaining(refused.fix);
         }
         assertThat(Dlpack.liveExports()).isEqualTo(exportsBefore);
+    }
+
+    @Test
+    void torchsBitsAreReadFromItsCppObjectsNotThroughItsPythonGetters() {
+        try (PyObject t = PY.eval("torch.zeros(1)")) {
+            Gil.with(() -> {
+                TorchChecks checks = ProducerType.of(t.borrow()).torch();
+                assertThat(checks.readsBitsFromMemory()).as("%s", TorchBits.unavailableReason()).isTrue();
+                return null;
+            });
+        }
+    }
+
+    /** Tensors whose bits differ from the samples TorchBits was calibrated on, compared with torch's getters. */
+    @ParameterizedTest
+    @ValueSource(strings = {
+        "torch.zeros(2, 3, dtype=torch.complex128).conj()[:, 1]",
+        "torch.zeros(4, dtype=torch.complex64).conj().imag[::2]",
+        "torch.zeros(4, dtype=torch.complex64).conj().real",
+        "torch.zeros(4, dtype=torch.complex64).conj().conj()",
+        "torch._neg_view(torch.zeros(2, dtype=torch.complex64)).conj()",
+        "torch._neg_view(torch.arange(4))",
+        "torch.zeros(3, requires_grad=True)[1:]",
+        "torch.zeros(3, requires_grad=True).detach()",
+        "torch.zeros(3, requires_grad=True).requires_grad_(False)",
+        "torch.zeros(3, dtype=torch.float16, requires_grad=True).exp()",
+        "torch.zeros(3, 2).t()",
+        "torch.nn.Parameter(torch.zeros(2))",
+        "torch.zeros(2, dtype=torch.complex64).conj().as_subclass(Overriding)",
+    })
+    void theBitsReadFromMemoryAreWhatTorchsGettersSay(String expression) {
+        try (PyObject t = PY.eval(expression)) {
+            Gil.with(() -> {
+                TorchBits bits = TorchBits.find();
+                MemorySegment o = t.borrow();
+                assertThat(bits.requiresGrad(o)).as("requires_grad").isEqualTo(truth(t.attr("requires_grad")));
+                assertThat(bits.isConj(o)).as("is_conj()").isEqualTo(truth(t.callMethod("is_conj")));
+                assertThat(bits.isNeg(o)).as("is_neg()").isEqualTo(truth(t.callMethod("is_neg")));
+                return null;
+            });
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Refused.class, names = {"CONJUGATE", "NEGATIVE", "REQUIRES_GRAD"})
+    void whereTheBitsCannotBeReadFromMemoryTorchsGettersRefuseTheSame(Refused refused) {
+        TorchChecks getters = TorchChecks.throughGetters();
+        try (PyObject t = PY.eval(refused.expression); PyObject plain = PY.eval("torch.zeros(2, dtype=torch.complex64)")) {
+            Gil.with(() -> {
+                assertThatThrownBy(() -> getters.refuseUnexportable(t.borrow(), false, null))
+                        .isInstanceOf(DlpackException.class).hasMessageContaining(refused.fix);
+                getters.refuseUnexportable(plain.borrow(), false, null);
+                return null;
+            });
+        }
+    }
+
+    private static boolean truth(PyObject value) {
+        try (value) {
+            return value.asBoolean();
+        }
     }
 
     @Test
