@@ -15,24 +15,32 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The exit of a JVM that embeds Python ({@link Python#start()}), made safe from a GIL that a Java
- * thread holds or waits for then: a daemon thread inside {@link Python#withGil} or calling Python,
- * a {@code System.exit} called inside a scope.
+ * The exit of a JVM that embeds Python ({@link Python#start()}), made safe from a GIL that a thread
+ * holds or waits for then: a daemon thread inside {@link Python#withGil} or calling Python, a
+ * {@code System.exit} called inside a scope, a thread inside a Java function that Python called
+ * ({@link Python#function}), on a thread that Python started (a {@code threading.Thread}) as on a
+ * Java thread.
  *
  * <p>Why it matters: the JVM stops its threads where they are once the shutdown hooks are done (a
  * thread in native code, waiting for the GIL say, stops as it returns to Java), and then calls the C
  * library's {@code exit}, which runs the native exit handlers of every library in the process.
  * torch's static destructors drop Python references and take the GIL for it
  * ({@code pybind11::gil_scoped_acquire}); a GIL held by a stopped thread never comes back (the
- * interpreter is never finalized), so the process waited for ever.
+ * interpreter is never finalized), so the process waited for ever. A thread that Python started is
+ * attached to the JVM as a daemon by its first upcall, so it neither holds the exit back nor escapes
+ * being stopped: inside a Java function it holds the GIL that Python took for the call.
  *
- * <p>What is done: the shutdown hook ({@link #checkGilAtExit}) raises a flag, then waits, with a
- * bound, until no Java thread waits for the GIL or holds it through dlpack4j ({@link Gil#entered()}).
- * If one still does, the process is ended by {@code _exit} with the JVM's own exit status, right
- * after the JVM's exit work and before any native exit handler could wait for the GIL
- * ({@link #endBeforeNativeExitHandlers}), and a line on stderr names the threads. A thread that
- * begins to take the GIL after the flag was raised ({@link #checkEntry}) arranges the same end, since
- * it may be stopped holding the GIL too; the exit is then silent.
+ * <p>What is done: {@link Gil} counts each thread that waits for the GIL or holds it through
+ * dlpack4j, and each that is inside a Java function that Python called ({@link Gil#entered()}: one
+ * atomic increment and decrement a call, nested calls counted once per level). The shutdown hook
+ * ({@link #checkGilAtExit}) raises a flag, then waits, with a bound, until the count is zero. If it
+ * is not, the process is ended by {@code _exit} with the JVM's own exit status, right after the
+ * JVM's exit work and before any native exit handler could wait for the GIL
+ * ({@link #endBeforeNativeExitHandlers}), and a line on stderr names the threads (for a thread in a
+ * Java function, with the function's frame, since a thread that Python started has only a name the
+ * JVM made up). A thread that begins to take the GIL, or enters a Java function, after the flag was
+ * raised ({@link #checkEntry}) arranges the same end, since it may be stopped holding the GIL too;
+ * the exit is then silent.
  */
 final class EmbeddedExit {
     /** How long the shutdown hook waits for the GIL to be free: Python code gives it up within 5 ms when asked. */
@@ -54,7 +62,8 @@ final class EmbeddedExit {
             if (System.nanoTime() - deadline >= 0) {
                 System.err.println("dlpack4j: the JVM exits while " + holders() + " the GIL; the process ends "
                         + "without the native exit handlers (torch's would wait for the GIL for ever). End GIL "
-                        + "scopes (Python.withGil) and Python calls before the JVM exits.");
+                        + "scopes (Python.withGil), Python calls and Java functions that Python called before "
+                        + "the JVM exits.");
                 endBeforeNativeExitHandlers();
                 return;
             }
@@ -62,43 +71,78 @@ final class EmbeddedExit {
         }
     }
 
-    /** Called by a Java thread about to take the GIL, counted in already ({@link Gil#entered()}). */
+    /**
+     * Called by a thread about to take the GIL, or entering a Java function that Python called,
+     * counted in already ({@link Gil#entered()}).
+     */
     static void checkEntry() {
         if (exiting) {
             endBeforeNativeExitHandlers();
         }
     }
 
-    /** The threads whose stacks show a GIL scope (or a Python call), as words for the message. */
+    /**
+     * The threads whose stacks show a GIL scope, a Java function that Python called, or a Python
+     * call, as words for the message: each is named by what it is in innermost.
+     */
     private static String holders() {
         List<String> inScope = new ArrayList<>();
+        List<String> inFunction = new ArrayList<>();
         List<String> calling = new ArrayList<>();
         for (Map.Entry<Thread, StackTraceElement[]> e : Thread.getAllStackTraces().entrySet()) {
             Thread t = e.getKey();
             if (t == Thread.currentThread()) {
                 continue;
             }
-            boolean scope = false;
+            String name = '"' + t.getName() + '"';
+            StackTraceElement[] frames = e.getValue();
             boolean call = false;
-            for (StackTraceElement f : e.getValue()) {
+            for (int i = 0; i < frames.length; i++) { // innermost first
+                StackTraceElement f = frames[i];
                 if (f.getClassName().equals(Gil.class.getName())) {
-                    scope |= f.getMethodName().equals("scope");
+                    if (f.getMethodName().equals("scope")) {
+                        inScope.add(name);
+                        call = false;
+                        break;
+                    }
                     call = true;
+                } else if (f.getClassName().equals(JavaFunctions.class.getName()) && f.getMethodName().equals("invoke")) {
+                    inFunction.add(name + " (in a Java function that Python called" + function(frames, i) + ")");
+                    call = false;
+                    break;
                 }
             }
-            if (scope) {
-                inScope.add('"' + t.getName() + '"');
-            } else if (call) {
-                calling.add('"' + t.getName() + '"');
+            if (call) {
+                calling.add(name);
             }
         }
+        List<String> parts = new ArrayList<>();
         if (!inScope.isEmpty()) {
-            return "thread " + String.join(", ", inScope) + " (inside Python.withGil) holds";
+            parts.add("thread " + String.join(", ", inScope) + " (inside Python.withGil) holds");
+        }
+        if (!inFunction.isEmpty()) {
+            parts.add("thread " + String.join(", ", inFunction) + " holds");
         }
         if (!calling.isEmpty()) {
-            return "thread " + String.join(", ", calling) + " (calling Python) waits for or holds";
+            parts.add("thread " + String.join(", ", calling) + " (calling Python) waits for or holds");
         }
-        return "a thread waits for or holds";
+        return parts.isEmpty() ? "a thread waits for or holds" : String.join(" and ", parts);
+    }
+
+    /**
+     * {@code ", at Class.method(File.java:line)"}: the function's own frame, the first above the
+     * upcall ({@code frames[upcall]}) with a source line (a lambda's proxy has none), without the
+     * class loader's name; empty if there is none.
+     */
+    private static String function(StackTraceElement[] frames, int upcall) {
+        for (int i = upcall - 1; i >= 0; i--) {
+            StackTraceElement f = frames[i];
+            if (f.getLineNumber() >= 0 && f.getFileName() != null) {
+                return ", at " + f.getClassName() + "." + f.getMethodName() + "(" + f.getFileName() + ":"
+                        + f.getLineNumber() + ")";
+            }
+        }
+        return "";
     }
 
     /**

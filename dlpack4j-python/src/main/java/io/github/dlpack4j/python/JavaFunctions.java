@@ -97,9 +97,14 @@ final class JavaFunctions {
         }
     }
 
-    /** The upcall, with the GIL held: nothing thrown here may reach C, or the JVM dies. */
+    /**
+     * The upcall, with the GIL held: nothing thrown here may reach C, or the JVM dies. The thread is
+     * counted in while it runs ({@link Gil#enterUpcall}): a JVM exit meanwhile would stop it holding
+     * the GIL ({@link EmbeddedExit}).
+     */
     private static MemorySegment invoke(MemorySegment self, MemorySegment args) {
         try {
+            Gil.enterUpcall();
             long id = ((MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(self, MemorySegment.NULL)).address();
             Entry entry = FUNCTIONS.get(id);
             PythonFunction fn = entry == null ? null : entry.fn();
@@ -116,6 +121,8 @@ final class JavaFunctions {
         } catch (Throwable t) {
             Py.raise(t);
             return MemorySegment.NULL;
+        } finally {
+            Gil.exitUpcall();
         }
     }
 }
