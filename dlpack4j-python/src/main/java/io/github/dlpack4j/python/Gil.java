@@ -43,9 +43,7 @@ final class Gil {
     private static final ThreadLocal<PerThread> THREAD = ThreadLocal.withInitial(PerThread::new);
     /**
      * Java threads between taking the GIL through dlpack4j (waiting included) and giving it back; a
-     * thread inside {@link #allowThreads} still counts, since it takes the GIL back at its end. A
-     * thread inside a Java function that Python called counts too ({@link #enterUpcall}): it holds
-     * the GIL that Python took for the call. A thread counts once per level it is in.
+     * thread inside {@link #allowThreads} still counts, since it takes the GIL back at its end.
      */
     private static final AtomicInteger ENTERED = new AtomicInteger();
 
@@ -109,25 +107,7 @@ final class Gil {
         EmbeddedExit.checkEntry();
     }
 
-    /**
-     * Counts in a thread that Python called into Java with the GIL held (a Java function,
-     * {@link JavaFunctions}), on a thread that Python started or on a Java thread calling Python,
-     * until {@link #exitUpcall}: a JVM exit would stop it holding the GIL. One atomic increment, as
-     * for a Java call into Python, and the exit's flag read.
-     */
-    static void enterUpcall() {
-        enter();
-    }
-
-    /** Ends what {@link #enterUpcall} began, as the upcall returns to Python. */
-    static void exitUpcall() {
-        ENTERED.decrementAndGet();
-    }
-
-    /**
-     * {@return the threads that wait for the GIL or hold it through dlpack4j now, each once per
-     * level: a Java call into Python, a Java function that Python called}
-     */
+    /** {@return the Java threads that wait for the GIL or hold it through dlpack4j now} */
     static int entered() {
         return ENTERED.get();
     }

@@ -97,14 +97,9 @@ final class JavaFunctions {
         }
     }
 
-    /**
-     * The upcall, with the GIL held: nothing thrown here may reach C, or the JVM dies. The thread is
-     * counted in while it runs ({@link Gil#enterUpcall}): a JVM exit meanwhile would stop it holding
-     * the GIL ({@link EmbeddedExit}).
-     */
+    /** The upcall, with the GIL held: nothing thrown here may reach C, or the JVM dies. */
     private static MemorySegment invoke(MemorySegment self, MemorySegment args) {
         try {
-            Gil.enterUpcall();
             long id = ((MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(self, MemorySegment.NULL)).address();
             Entry entry = FUNCTIONS.get(id);
             PythonFunction fn = entry == null ? null : entry.fn();
@@ -121,8 +116,6 @@ final class JavaFunctions {
         } catch (Throwable t) {
             Py.raise(t);
             return MemorySegment.NULL;
-        } finally {
-            Gil.exitUpcall();
         }
     }
 }

@@ -125,6 +125,24 @@ public final class ExitScenarios {
                     System.exit(3);
                 }
             }
+            case "python-thread-calling" -> {
+                // A threading.Thread alternates Python work and calls of a Java function as main returns.
+                java.util.concurrent.CountDownLatch called = new java.util.concurrent.CountDownLatch(1);
+                try (PyObject f = py.function(a -> {
+                    if (called.getCount() != 0) {
+                        System.out.println("in a Java function on \"" + Thread.currentThread().getName() + '"');
+                        called.countDown();
+                    }
+                    return null;
+                })) {
+                    py.setGlobal("f", f);
+                }
+                py.exec("import threading\n"
+                        + "def work():\n    while True:\n        sum(range(5000))\n        f()\n"
+                        + "threading.Thread(target=work, name='python-worker').start()");
+                called.await();
+                System.out.println(LEAVING);
+            }
             default -> throw new IllegalArgumentException(args[0]);
         }
     }

@@ -89,12 +89,23 @@ class ExitTest {
     void aThreadThatPythonStartedBlockedInAJavaFunctionWhenTheJvmExitsEndsTheProcessWithinSecondsWithItsExitCode(
             String scenario, int exitCode) throws Exception {
         List<String> lines = exitAfterLeaving(scenario, exitCode);
-        String holder = lines.stream().filter(l -> l.startsWith("in a Java function on ")).findFirst()
-                .orElseThrow().substring("in a Java function on ".length());
         assertThat(lines).anySatisfy(line -> assertThat(line)
-                .contains("thread " + holder + " (in a Java function that Python called, at ")
+                .contains("thread " + holder(lines) + " (in a Java function that Python called, at ")
                 .contains("ExitScenarios.java:")
                 .contains(") holds the GIL"));
+    }
+
+    @Test
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aThreadThatPythonStartedAlternatingPythonWorkAndJavaCallsDoesNotHangTheExit() throws Exception {
+        List<String> lines = exitAfterLeaving("python-thread-calling", 0);
+        assertThat(lines).anySatisfy(line -> assertThat(line).contains("thread " + holder(lines) + " ("));
+    }
+
+    /** The name of the thread, quoted, that the scenario printed from inside its Java function. */
+    private static String holder(List<String> lines) {
+        return lines.stream().filter(l -> l != null && l.startsWith("in a Java function on ")).findFirst()
+                .orElseThrow().substring("in a Java function on ".length());
     }
 
     /**
