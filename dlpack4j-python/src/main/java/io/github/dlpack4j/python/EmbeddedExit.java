@@ -63,7 +63,7 @@ final class EmbeddedExit {
         long deadline = System.nanoTime() + GIL_WAIT_NANOS;
         while (Gil.entered() != 0 || anyStartedOutsideJava()) {
             if (System.nanoTime() - deadline >= 0) {
-                System.err.println("dlpack4j: the JVM exits while " + holders() + " the GIL; the process ends "
+                System.err.println("dlpack4j: the JVM exits while " + holders() + "; the process ends "
                         + "without the native exit handlers (torch's would wait for the GIL for ever). End GIL "
                         + "scopes (Python.withGil) and Python calls, and end the threads that Python started and "
                         + "that call Java, before the JVM exits.");
@@ -149,19 +149,19 @@ final class EmbeddedExit {
         }
         List<String> parts = new ArrayList<>();
         if (!inScope.isEmpty()) {
-            parts.add("thread " + String.join(", ", inScope) + " (inside Python.withGil) holds");
+            parts.add("thread " + String.join(", ", inScope) + " (inside Python.withGil) holds the GIL");
         }
         if (!inFunction.isEmpty()) {
-            parts.add("thread " + String.join(", ", inFunction) + " holds");
+            parts.add("thread " + String.join(", ", inFunction) + " holds the GIL");
         }
         if (!calling.isEmpty()) {
-            parts.add("thread " + String.join(", ", calling) + " (calling Python) waits for or holds");
+            parts.add("thread " + String.join(", ", calling) + " (calling Python) waits for or holds the GIL");
         }
         if (!outside.isEmpty()) {
             parts.add("thread " + String.join(", ", outside) + " (started outside Java, by Python say, and "
-                    + "back there after calling Java) may hold");
+                    + "back there after calling Java) may hold the GIL");
         }
-        return parts.isEmpty() ? "a thread waits for or holds" : String.join(" and ", parts);
+        return parts.isEmpty() ? "a thread waits for or holds the GIL" : String.join(" and ", parts);
     }
 
     /**
