@@ -28,9 +28,9 @@ import java.util.concurrent.locks.LockSupport;
  * interpreter is never finalized), so the process waited for ever. A thread that Python started is
  * attached to the JVM, as a daemon, by its first call of a Java function, until it ends: it neither
  * holds the exit back nor escapes being stopped. Inside a Java function it holds the GIL that Python
- * took for the call; back in Python, it stops holding it the next time it calls one, however
- * late: a count of such calls, raised as they begin, misses every call that begins after the JVM
- * stopped its threads (an exit hung so in 3 of 5 runs with a thread alternating Python work and
+ * took for the call; back in Python, it is stopped holding the GIL as soon as it calls one again,
+ * however late: a count of such calls, raised as they begin, misses every call that begins after
+ * the JVM stopped its threads (an exit hung so in 6 of 10 runs with a thread alternating Python work and
  * calls).
  *
  * <p>What is done: {@link Gil} counts the Java threads that wait for the GIL or hold it through
