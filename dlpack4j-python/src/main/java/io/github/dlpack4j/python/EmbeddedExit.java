@@ -30,8 +30,8 @@ import java.util.concurrent.locks.LockSupport;
  * holds the exit back nor escapes being stopped. Inside a Java function it holds the GIL that Python
  * took for the call; back in Python, it is stopped holding the GIL as soon as it calls one again,
  * however late: a count of such calls, raised as they begin, misses every call that begins after
- * the JVM stopped its threads (an exit hung so in 6 of 10 runs with a thread alternating Python work and
- * calls).
+ * the JVM stopped its threads (an exit hung so in 6 of 10 runs with a thread alternating Python
+ * work and calls).
  *
  * <p>What is done: {@link Gil} counts the Java threads that wait for the GIL or hold it through
  * dlpack4j ({@link Gil#entered()}). The shutdown hook ({@link #checkGilAtExit}) raises a flag, then
@@ -159,7 +159,7 @@ final class EmbeddedExit {
         }
         if (!outside.isEmpty()) {
             parts.add("thread " + String.join(", ", outside) + " (started outside Java, by Python say, and "
-                    + "back there after calling Java) may hold the GIL");
+                    + "attached to the JVM since it called Java) may hold the GIL");
         }
         return parts.isEmpty() ? "a thread waits for or holds the GIL" : String.join(" and ", parts);
     }
