@@ -9,6 +9,12 @@ package io.github.dlpack4j.python;
  * {@code IllegalArgumentException} becomes {@code ValueError}, {@code NullPointerException} and
  * {@code ClassCastException} {@code TypeError}, {@code OutOfMemoryError} {@code MemoryError}, and
  * anything else {@code RuntimeError} with the Java class and message.
+ *
+ * <p>A thread that Python started (a {@code threading.Thread}) and that called a Java function stays
+ * attached to the JVM until it ends, and holds the GIL whenever it is in one. End such threads before
+ * the JVM exits: when one is still alive then, the JVM still exits within a second with its exit
+ * status, but the process skips the native exit handlers of its libraries (torch's would wait for
+ * ever for a GIL that the JVM's exit stopped the thread holding) and says so on stderr.
  */
 @FunctionalInterface
 public interface PythonFunction {

@@ -101,7 +101,60 @@ public final class ExitScenarios {
                 calling.await();
                 System.out.println(LEAVING);
             }
+            case "python-thread-in-function-exit", "python-thread-in-function-return" -> {
+                // A threading.Thread calls a Java function, which calls Python back (torch), then
+                // blocks holding the GIL that Python took for the call, while main ends the JVM.
+                java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
+                java.util.concurrent.CountDownLatch blocking = new java.util.concurrent.CountDownLatch(1);
+                try (PyObject block = py.function(a -> {
+                    py.allowThreads(() -> awaitUninterruptibly(started)); // main's exec needs the GIL back first
+                    try (PyObject sum = py.eval("float(t.sum())")) {
+                        System.out.println("in a Java function on \"" + Thread.currentThread().getName() + '"');
+                    }
+                    blocking.countDown();
+                    Thread.sleep(Long.MAX_VALUE);
+                    return null;
+                })) {
+                    py.setGlobal("block", block);
+                }
+                py.exec("import threading\nthreading.Thread(target=block, name='python-blocker').start()");
+                started.countDown();
+                blocking.await();
+                System.out.println(LEAVING);
+                if (args[0].endsWith("exit")) {
+                    System.exit(3);
+                }
+            }
+            case "python-thread-calling" -> {
+                // A threading.Thread alternates Python work and calls of a Java function as main returns.
+                java.util.concurrent.CountDownLatch called = new java.util.concurrent.CountDownLatch(1);
+                try (PyObject f = py.function(a -> {
+                    if (called.getCount() != 0) {
+                        System.out.println("in a Java function on \"" + Thread.currentThread().getName() + '"');
+                        called.countDown();
+                    }
+                    return null;
+                })) {
+                    py.setGlobal("f", f);
+                }
+                py.exec("import threading\n"
+                        + "def work():\n    while True:\n        sum(range(5000))\n        f()\n"
+                        + "threading.Thread(target=work, name='python-worker').start()");
+                called.await();
+                System.out.println(LEAVING);
+            }
             default -> throw new IllegalArgumentException(args[0]);
+        }
+    }
+
+    private static void awaitUninterruptibly(java.util.concurrent.CountDownLatch latch) {
+        while (true) {
+            try {
+                latch.await();
+                return;
+            } catch (InterruptedException e) {
+                // only the latch ends the wait
+            }
         }
     }
 }

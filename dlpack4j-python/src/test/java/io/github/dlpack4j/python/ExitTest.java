@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.io.BufferedReader;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -22,10 +23,6 @@ import org.junit.jupiter.params.provider.CsvSource;
  * instead, on every supported CPython ({@code any-cpython}).
  */
 class ExitTest {
-    static Process child(List<String> jvmFlags, String... args) throws Exception {
-        return command(jvmFlags, args).redirectOutput(File.createTempFile("dlpack4j-exit", ".log")).start();
-    }
-
     private static ProcessBuilder command(List<String> jvmFlags, String... args) {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -51,9 +48,16 @@ class ExitTest {
         assertExitsWithinSeconds(exitCode, scenario, "ctypes");
     }
 
+    /**
+     * Runs a scenario that ends no GIL hold early, and checks that the child ends with
+     * {@code exitCode} within seconds, its native exit handlers run: no thread was left counted as
+     * holding the GIL (a Java function that threw included).
+     */
     private static void assertExitsWithinSeconds(int exitCode, String... args) throws Exception {
         long start = System.nanoTime();
-        Process p = child(List.of("--enable-native-access=ALL-UNNAMED"), args);
+        File log = File.createTempFile("dlpack4j-exit", ".log");
+        log.deleteOnExit();
+        Process p = command(List.of("--enable-native-access=ALL-UNNAMED"), args).redirectOutput(log).start();
         boolean finished = p.waitFor(60, TimeUnit.SECONDS);
         if (!finished) {
             p.destroyForcibly();
@@ -61,6 +65,7 @@ class ExitTest {
         assertThat(finished).as("child JVM finished within 60 s").isTrue();
         assertThat(p.exitValue()).isEqualTo(exitCode);
         assertThat(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start)).as("seconds").isLessThan(30);
+        assertThat(Files.readString(log.toPath())).doesNotContain("dlpack4j: the JVM exits while");
     }
 
     @ParameterizedTest(name = "{0} exits with {1}")
@@ -78,16 +83,43 @@ class ExitTest {
         exitAfterLeaving("daemon-calling", 0);
     }
 
+    @ParameterizedTest(name = "{0} exits with {1}")
+    @CsvSource({"python-thread-in-function-exit, 3", "python-thread-in-function-return, 0"})
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aThreadThatPythonStartedBlockedInAJavaFunctionWhenTheJvmExitsEndsTheProcessWithinSecondsWithItsExitCode(
+            String scenario, int exitCode) throws Exception {
+        List<String> lines = exitAfterLeaving(scenario, exitCode);
+        assertThat(lines).anySatisfy(line -> assertThat(line)
+                .contains("thread " + holder(lines) + " (in a Java function that Python called, at ")
+                .contains("ExitScenarios.java:")
+                .contains(") holds the GIL"));
+    }
+
+    @Test
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aThreadThatPythonStartedAlternatingPythonWorkAndJavaCallsDoesNotHangTheExit() throws Exception {
+        List<String> lines = exitAfterLeaving("python-thread-calling", 0);
+        assertThat(lines).anySatisfy(line -> assertThat(line).contains("thread " + holder(lines) + " ("));
+    }
+
+    /** The name of the thread, quoted, that the scenario printed from inside its Java function. */
+    private static String holder(List<String> lines) {
+        return lines.stream().filter(l -> l != null && l.startsWith("in a Java function on ")).findFirst()
+                .orElseThrow().substring("in a Java function on ".length());
+    }
+
     /**
      * Runs {@code scenario} and checks that the child ends with {@code exitCode} within 10 s of
-     * printing {@link ExitScenarios#LEAVING}, its C stdio written out; returns what it printed after.
+     * printing {@link ExitScenarios#LEAVING}, its C stdio written out; returns all it printed.
      */
     private static List<String> exitAfterLeaving(String scenario, int exitCode) throws Exception {
         Process p = command(List.of("--enable-native-access=ALL-UNNAMED"), scenario).start();
         BufferedReader out = p.inputReader(StandardCharsets.UTF_8);
+        List<String> lines = new ArrayList<>();
         String line;
         do {
             line = out.readLine();
+            lines.add(line);
         } while (line != null && !line.equals(ExitScenarios.LEAVING));
         assertThat(line).as("the scenario reached its end").isNotNull();
         boolean finished = p.waitFor(10, TimeUnit.SECONDS);
@@ -98,10 +130,7 @@ class ExitTest {
         assertThat(p.exitValue()).isEqualTo(exitCode);
         List<String> after = out.lines().toList();
         assertThat(after).as("printed after leaving").contains(ExitScenarios.C_STDIO_LINE);
-        return after;
-    }
-
-    static String output(Process p) throws Exception {
-        return new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        lines.addAll(after);
+        return lines;
     }
 }
