@@ -1,5 +1,6 @@
 package io.github.dlpack4j.python;
 
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -57,8 +58,8 @@ public final class ExitScenarios {
                         imports.add(PythonDlpack.fromDlpack(a));
                     }
                 }
-                java.util.concurrent.CountDownLatch inScope = new java.util.concurrent.CountDownLatch(1);
-                java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
+                CountDownLatch inScope = new CountDownLatch(1);
+                CountDownLatch closed = new CountDownLatch(1);
                 Thread.ofPlatform().start(() -> py.withGil(() -> {
                     inScope.countDown();
                     try {
@@ -77,7 +78,7 @@ public final class ExitScenarios {
                 }
             }
             case "daemon-in-scope" -> {
-                java.util.concurrent.CountDownLatch inScope = new java.util.concurrent.CountDownLatch(1);
+                CountDownLatch inScope = new CountDownLatch(1);
                 Thread.ofPlatform().daemon().name("scope-holder").start(() -> py.withGil(() -> {
                     inScope.countDown();
                     LockSupport.park();
@@ -90,7 +91,7 @@ public final class ExitScenarios {
                 System.exit(4);
             });
             case "daemon-calling" -> {
-                java.util.concurrent.CountDownLatch calling = new java.util.concurrent.CountDownLatch(1);
+                CountDownLatch calling = new CountDownLatch(1);
                 Thread.ofPlatform().daemon().name("python-caller").start(() -> {
                     while (true) {
                         try (PyObject sum = py.eval("float(t.sum())")) {
@@ -104,8 +105,8 @@ public final class ExitScenarios {
             case "python-thread-in-function-exit", "python-thread-in-function-return" -> {
                 // A threading.Thread calls a Java function, which calls Python back (torch), then
                 // blocks holding the GIL that Python took for the call, while main ends the JVM.
-                java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
-                java.util.concurrent.CountDownLatch blocking = new java.util.concurrent.CountDownLatch(1);
+                CountDownLatch started = new CountDownLatch(1);
+                CountDownLatch blocking = new CountDownLatch(1);
                 try (PyObject block = py.function(a -> {
                     py.allowThreads(() -> awaitUninterruptibly(started)); // main's exec needs the GIL back first
                     try (PyObject sum = py.eval("float(t.sum())")) {
@@ -127,7 +128,7 @@ public final class ExitScenarios {
             }
             case "python-thread-calling" -> {
                 // A threading.Thread alternates Python work and calls of a Java function as main returns.
-                java.util.concurrent.CountDownLatch called = new java.util.concurrent.CountDownLatch(1);
+                CountDownLatch called = new CountDownLatch(1);
                 try (PyObject f = py.function(a -> {
                     if (called.getCount() != 0) {
                         System.out.println("in a Java function on \"" + Thread.currentThread().getName() + '"');
@@ -147,7 +148,7 @@ public final class ExitScenarios {
         }
     }
 
-    private static void awaitUninterruptibly(java.util.concurrent.CountDownLatch latch) {
+    private static void awaitUninterruptibly(CountDownLatch latch) {
         while (true) {
             try {
                 latch.await();
