@@ -36,13 +36,18 @@ import java.util.function.ToLongFunction;
  * results of autograd, a {@code Parameter}, a subclass, bool, complex, an inference tensor) with what
  * {@code _cdata} and {@code _dispatch_keys} report, and every sample's three bits must come out as
  * its getters say. Any mismatch, a missing symbol or a torch without these functions leaves the
- * checks on the Python getters (slower, still right): nothing is guessed.
+ * checks on the Python getters (slower, still right): nothing is guessed. The samples are made with
+ * torch function and dispatch modes off, gradients on, on the CPU, whatever the program set.
+ *
+ * <p>A subclass whose Python code overrides one of these getters (a {@code requires_grad} property,
+ * a {@code __torch_function__} answering {@code is_conj()}) is read as its C++ object is: that is
+ * the memory the exchange API exports.
  *
  * <p>Every method needs the GIL, and a live tensor of the torch build the offsets were found on.
  */
 final class TorchBits {
     private static final Linker LINKER = Linker.nativeLinker();
-    /** How far into a {@code TensorImpl} the key set is looked for (torch 2.13: at 168 of about 200 bytes). */
+    /** How far into a {@code TensorImpl} the key set is looked for (torch 2.13: at 168 of 184 bytes). */
     private static final int KEY_SET_SEARCH_END = 256;
     /** The offsets after the object header where the {@code at::Tensor} is looked for. */
     private static final int[] TENSOR_OFFSETS = {16, 24, 32};
@@ -55,12 +60,14 @@ final class TorchBits {
      * {@code TensorImpl} while looking for its key set stays in mapped memory.
      */
     private static final String SAMPLES = """
+            import contextlib
             import os
             import torch
+            import torch.utils._python_dispatch
             def _s64(v):
                 v &= (1 << 64) - 1
                 return v - (1 << 64) if v >= 1 << 63 else v
-            def _samples():
+            def _rows():
                 z = torch.tensor([1 + 2j, 3 - 4j])
                 Sub = type("Sub", (torch.Tensor,), {})
                 ts = [torch.zeros(3), torch.arange(12).reshape(3, 4)[1:, ::2], torch.zeros(2, dtype=torch.bool), z,
@@ -70,11 +77,14 @@ final class TorchBits {
                       torch.zeros(2, dtype=torch.float64).requires_grad_()]
                 with torch.inference_mode():
                     ts.append(torch.zeros(3))
-                return ts
-            samples = _samples()
-            later = [torch.zeros(1) for _ in range(64)]
-            rows = [(t, _s64(t._cdata), _s64(torch._C._dispatch_keys(t).raw_repr()), t.requires_grad, t.is_conj(),
-                     t.is_neg()) for t in samples]
+                return [(t, _s64(t._cdata), _s64(torch._C._dispatch_keys(t).raw_repr()), t.requires_grad, t.is_conj(),
+                         t.is_neg()) for t in ts]
+            with contextlib.ExitStack() as _modes:  # whatever modes the program set, the samples are plain
+                for _m in (torch._C.DisableTorchFunction(), torch.utils._python_dispatch._disable_current_modes(),
+                           torch.inference_mode(False), torch.enable_grad(), torch.device("cpu")):
+                    _modes.enter_context(_m)
+                rows = _rows()
+                later = [torch.zeros(1) for _ in range(64)]
             neg = _s64(torch._C.DispatchKeySet(torch._C.DispatchKey.Negative).raw_repr())
             conj = _s64(torch._C.DispatchKeySet(torch._C.DispatchKey.Conjugate).raw_repr())
             lib = os.path.join(os.path.dirname(torch.__file__), "lib")
@@ -84,6 +94,7 @@ final class TorchBits {
     private static volatile String unavailable = "torch was not seen yet";
     private static volatile TorchBits found;
     private static volatile boolean searched;
+    private static final ThreadLocal<Boolean> SEARCHING = new ThreadLocal<>();
 
     private final long tensorOffset;
     private final long keySetOffset;
@@ -104,19 +115,29 @@ final class TorchBits {
      * GIL held); null if they could not be found and checked ({@link #unavailableReason()} says why).
      */
     static TorchBits find() {
-        if (!searched) {
-            // No lock: the samples' torch calls may let the GIL go, and a thread that then took the GIL
-            // and waited here for a lock would never get it back. Two threads may both search; both
-            // find the same.
-            try {
-                found = search();
-                unavailable = null;
-            } catch (Throwable e) {
-                Py.clearError();
+        if (searched) {
+            return found;
+        }
+        // No lock: the samples' torch calls may let the GIL go, and a thread that then took the GIL
+        // and waited here for a lock would never get it back. Two threads may both search; both find
+        // the same. The samples' own code may import a tensor (a torch mode the program set, say):
+        // that import uses the getters.
+        if (SEARCHING.get() != null) {
+            return null;
+        }
+        SEARCHING.set(Boolean.TRUE);
+        try {
+            found = search();
+            unavailable = null;
+        } catch (Throwable e) {
+            Py.clearError();
+            if (found == null) {
                 unavailable = e.getMessage() == null ? e.toString() : e.getMessage();
             }
-            searched = true;
+        } finally {
+            SEARCHING.remove();
         }
+        searched = true;
         return found;
     }
 
@@ -149,7 +170,8 @@ final class TorchBits {
         return Py.word(impl(tensor) + keySetOffset);
     }
 
-    private static TorchBits search() throws Throwable {
+    /** Finds the bits' places anew (not cached); {@link #find} caches its answer. */
+    static TorchBits search() throws Throwable {
         try (PyObject globals = PyObject.stealChecked((MemorySegment) CApi.PyDict_New.invokeExact());
              PyObject builtins = PyObject.stealChecked(Py.importModule("builtins"))) {
             try (Arena arena = Arena.ofConfined()) {
@@ -190,12 +212,12 @@ final class TorchBits {
         if (Long.bitCount(negativeBit) != 1 || Long.bitCount(conjugateBit) != 1) {
             throw new IllegalStateException("torch's Negative/Conjugate dispatch keys are not single bits");
         }
-        long tensorOffset = uniqueOffset(TENSOR_OFFSETS, samples, s -> s.object, Sample::impl, "the at::Tensor in a torch.Tensor");
+        long tensorOffset = firstOffset(TENSOR_OFFSETS, samples, s -> s.object, Sample::impl, "the at::Tensor in a torch.Tensor");
         int[] keyOffsets = new int[KEY_SET_SEARCH_END / 8 - 1];
         for (int i = 0; i < keyOffsets.length; i++) {
             keyOffsets[i] = 8 * (i + 1);
         }
-        long keySetOffset = uniqueOffset(keyOffsets, samples, Sample::impl, Sample::keySet, "the key set in a TensorImpl");
+        long keySetOffset = firstOffset(keyOffsets, samples, Sample::impl, Sample::keySet, "the key set in a TensorImpl");
         MemorySegment symbol = NativeLibrary.loaded(libc10).flatMap(l -> l.find(REQUIRES_GRAD)).orElseThrow(
                 () -> new IllegalStateException("no c10::TensorImpl::requires_grad in " + libc10 + " (loaded)"));
         // `this` is the first integer argument in the C++ ABI, so the pointer goes as a long (no segment
@@ -213,12 +235,13 @@ final class TorchBits {
     }
 
     /**
-     * The one offset among {@code candidates} at which the word after {@code base} equals
-     * {@code expected} for every sample.
+     * The first offset among {@code candidates} (ascending) at which the word after {@code base}
+     * equals {@code expected} for every sample. The first, not the only one: the scan stops there, so
+     * it reads no further into the object than the field itself (a {@code TensorImpl} is a 184-byte
+     * allocation in torch 2.13, its key set at 168); {@link #calibrate} then checks every sample's bits.
      */
-    private static long uniqueOffset(int[] candidates, List<Sample> samples, ToLongFunction<Sample> base,
-                                     ToLongFunction<Sample> expected, String what) {
-        long answer = -1;
+    private static long firstOffset(int[] candidates, List<Sample> samples, ToLongFunction<Sample> base,
+                                    ToLongFunction<Sample> expected, String what) {
         for (int offset : candidates) {
             boolean all = true;
             for (Sample s : samples) {
@@ -228,15 +251,9 @@ final class TorchBits {
                 }
             }
             if (all) {
-                if (answer >= 0) {
-                    throw new IllegalStateException("more than one place matches " + what);
-                }
-                answer = offset;
+                return offset;
             }
         }
-        if (answer < 0) {
-            throw new IllegalStateException("no place matches " + what);
-        }
-        return answer;
+        throw new IllegalStateException("no place matches " + what);
     }
 }

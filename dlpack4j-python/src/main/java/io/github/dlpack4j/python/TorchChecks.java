@@ -33,19 +33,19 @@ final class TorchChecks {
     private final MemorySegment requiresGrad;
     private final MemorySegment isConj;
     private final MemorySegment isNeg;
-    /** The bits read from torch's C++ objects, or null where they are read through the getters. */
-    private final TorchBits bits;
+    /** For tests: never read the bits from memory. */
+    private final boolean gettersOnly;
 
-    private TorchChecks(TorchBits bits) {
+    private TorchChecks(boolean gettersOnly) {
         requiresGrad = intern("requires_grad");
         isConj = intern("is_conj");
         isNeg = intern("is_neg");
-        this.bits = bits;
+        this.gettersOnly = gettersOnly;
     }
 
     /** Checks that read every bit through torch's getters, as where {@link TorchBits} finds nothing: for tests. */
     static TorchChecks throughGetters() {
-        return new TorchChecks(null);
+        return new TorchChecks(true);
     }
 
     /**
@@ -54,15 +54,28 @@ final class TorchChecks {
      * @param type a Python type, with the GIL held
      */
     static TorchChecks forType(PyObject type) throws Throwable {
-        return ProducerType.firstInMro(type, cls -> isTorchTensor(cls) ? new TorchChecks(TorchBits.find()) : null);
+        return ProducerType.firstInMro(type, cls -> isTorchTensor(cls) ? new TorchChecks(false) : null);
     }
 
+    /** Whether {@code cls} is torch's own {@code torch.Tensor} (the object, not a class of that name). */
     private static boolean isTorchTensor(PyObject cls) {
         if (!cls.hasAttr("__module__") || !cls.hasAttr("__qualname__")) {
             return false;
         }
         try (PyObject module = cls.attr("__module__"); PyObject name = cls.attr("__qualname__")) {
-            return "torch".equals(module.str()) && "Tensor".equals(name.str());
+            if (!"torch".equals(module.str()) || !"Tensor".equals(name.str())) {
+                return false;
+            }
+        }
+        try (PyObject sys = PyObject.steal(Py.importModule("sys")); PyObject modules = sys.attr("modules")) {
+            try (PyObject imported = modules.callMethod("__contains__", "torch")) {
+                if (!imported.asBoolean()) {
+                    return false;
+                }
+            }
+            try (PyObject torch = modules.get("torch"); PyObject tensor = torch.attr("Tensor")) {
+                return tensor.borrow().address() == cls.borrow().address();
+            }
         }
     }
 
@@ -101,19 +114,27 @@ final class TorchChecks {
 
     /** Whether the bits are read from torch's C++ objects ({@link TorchBits}) rather than through its getters. */
     boolean readsBitsFromMemory() {
-        return bits != null;
+        return bits() != null;
+    }
+
+    /** Where the bits are read from memory, or null (the getters). Found on the first call: a volatile read after. */
+    private TorchBits bits() {
+        return gettersOnly ? null : TorchBits.find();
     }
 
     private boolean requiresGrad(MemorySegment tensor) throws Throwable {
+        TorchBits bits = bits();
         return bits != null ? bits.requiresGrad(tensor)
                 : isTrue((MemorySegment) CApi.PyObject_GetAttr.invokeExact(tensor, requiresGrad));
     }
 
     private boolean isConj(MemorySegment tensor) throws Throwable {
+        TorchBits bits = bits();
         return bits != null ? bits.isConj(tensor) : callsTrue(tensor, isConj);
     }
 
     private boolean isNeg(MemorySegment tensor) throws Throwable {
+        TorchBits bits = bits();
         return bits != null ? bits.isNeg(tensor) : callsTrue(tensor, isNeg);
     }
 

@@ -118,6 +118,11 @@ class TorchRefusalTest {
         "torch.zeros(3, 2).t()",
         "torch.nn.Parameter(torch.zeros(2))",
         "torch.zeros(2, dtype=torch.complex64).conj().as_subclass(Overriding)",
+        "torch.zeros(3).to_sparse().requires_grad_()",
+        "torch.eye(3).to_sparse_csr()",
+        "torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.quint8)",
+        "torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], requires_grad=True)",
+        "torch.zeros(2, dtype=torch.complex64, device='meta').conj()",
     })
     void theBitsReadFromMemoryAreWhatTorchsGettersSay(String expression) {
         try (PyObject t = PY.eval(expression)) {
@@ -149,6 +154,46 @@ class TorchRefusalTest {
     private static boolean truth(PyObject value) {
         try (value) {
             return value.asBoolean();
+        }
+    }
+
+    @Test
+    void aClassThatOnlyCallsItselfTorchTensorGetsNoTorchChecks() {
+        PY.exec("""
+                class Impostor:
+                    __module__ = "torch"
+                    __qualname__ = "Tensor"
+                    def __dlpack__(self, *args, **kwargs):
+                        raise BufferError("no")
+                impostor = Impostor()
+                """);
+        try (PyObject t = PY.eval("impostor")) {
+            Gil.with(() -> {
+                assertThat(ProducerType.of(t.borrow()).torch()).isNull();
+                return null;
+            });
+        }
+    }
+
+    @Test
+    void theSamplesAreMadePlainWhateverTorchModeTheProgramSet() {
+        PY.exec("""
+                from torch.overrides import TorchFunctionMode
+                class Liar(TorchFunctionMode):
+                    def __torch_function__(self, func, types, args=(), kwargs=None):
+                        if func is torch.Tensor.is_conj:
+                            return True
+                        return func(*args, **(kwargs or {}))
+                liar = Liar()
+                liar.__enter__()
+                torch.set_default_device("meta")
+                """);
+        try {
+            assertThat(truth(PY.eval("torch.zeros(1).is_meta and torch.zeros(1).is_conj()")))
+                    .as("the modes are on").isTrue();
+            assertThat(Gil.with(TorchBits::search)).as("found under the modes").isNotNull();
+        } finally {
+            PY.exec("torch.set_default_device(None)\nliar.__exit__(None, None, None)");
         }
     }
 
