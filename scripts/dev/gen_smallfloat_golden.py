@@ -26,20 +26,24 @@ NANS = [0x7FC00000, 0xFFC00000, 0x7F800001, 0xFF800001, 0x7FA00000, 0x7FFFFFFF, 
 
 
 def dtype(name):
+    """The numpy dtype of the type called `name`."""
     return np.float16 if name == "float16" else getattr(ml_dtypes, name)
 
 
 def encode(name, f32_bits):
+    """The bit patterns of the type `name` that the float32 bit patterns `f32_bits` encode to."""
     with np.errstate(all="ignore"):
         out = np.asarray(f32_bits, np.uint32).view(np.float32).astype(dtype(name))
     return out.view(np.uint16 if out.itemsize == 2 else np.uint8).astype(np.uint32)
 
 
 def f32(values):
+    """The float32 bit patterns of `values`."""
     return np.asarray(values, np.float32).view(np.uint32)
 
 
-def next_up(bits):  # one float32 ulp further from zero, then closer to zero (bits of non-negative floats)
+def next_up(bits):
+    """One float32 ulp further from zero, then closer to zero (bits of non-negative floats)."""
     return np.concatenate([bits + 1, bits[bits > 0] - 1])
 
 
@@ -72,7 +76,7 @@ def samples(name, rng, pairs=None):
     for cat, bits in rows.items():
         bits = np.asarray(bits, np.uint32)
         out += [(b, cat) for b in np.concatenate([bits, bits | 0x80000000])]
-    out += [(b, "special") for b in [0, 0x80000000, 0x7F800000, 0xFF800000] + NANS]
+    out += [(b, "special") for b in [0, 0x80000000, 0x7F800000, 0xFF800000, *NANS]]
     out += [(b, "random") for b in np.concatenate([f32(rand) ^ (rng.integers(0, 2, 1000, dtype=np.uint32) << 31),
                                                    rng.integers(0, 1 << 32, 200, dtype=np.uint32)])]
     seen, unique = set(), []
@@ -84,6 +88,7 @@ def samples(name, rng, pairs=None):
 
 
 def runs(name):
+    """(float32 bits, pattern) rows, each starting a maximal run that encodes to one pattern."""
     base, rows, last = np.arange(1 << 24, dtype=np.uint32), [], None
     for chunk in range(256):
         x = base + np.uint32(chunk << 24)
@@ -97,21 +102,24 @@ def runs(name):
 
 
 def write(path, header, rows, widths):
+    """Writes `rows` under OUT/`path` as CSV: ints in lower-case hex of the given widths."""
     with open(os.path.join(OUT, path), "w") as f:
         f.write(header + "\n")
         for row in rows:
-            f.write(",".join(f"{v:0{w}x}" if isinstance(v, int) else v for v, w in zip(row, widths)) + "\n")
+            cells = (f"{v:0{w}x}" if isinstance(v, int) else v for v, w in zip(row, widths, strict=True))
+            f.write(",".join(cells) + "\n")
 
 
 def main():
+    """Writes every golden file."""
     os.makedirs(OUT, exist_ok=True)
     rng = np.random.default_rng(20250611)
-    for name in SMALL + ["float16", "bfloat16"]:
+    for name in [*SMALL, "float16", "bfloat16"]:
         width = 4 if name in ("float16", "bfloat16") else 2
         rows = samples(name, rng, pairs=300 if width == 4 else None)
         pats = encode(name, [b for b, _ in rows])
-        write(f"{name}.encode.csv", "float32,pattern,category", [(b, int(p), c) for (b, c), p in zip(rows, pats)],
-              (8, width, 0))
+        encoded = [(b, int(p), c) for (b, c), p in zip(rows, pats, strict=True)]
+        write(f"{name}.encode.csv", "float32,pattern,category", encoded, (8, width, 0))
         if name in SMALL:
             n = 1 << ml_dtypes.finfo(dtype(name)).bits
             with np.errstate(all="ignore"):
