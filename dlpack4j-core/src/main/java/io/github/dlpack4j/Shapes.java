@@ -1,5 +1,7 @@
 package io.github.dlpack4j;
 
+import io.github.dlpack4j.internal.RowMajor;
+
 import java.util.Arrays;
 
 /** Shape and stride arithmetic, overflow-checked where the numbers come from outside. */
@@ -34,13 +36,7 @@ final class Shapes {
     }
 
     static long[] rowMajorStrides(long[] shape) {
-        long[] st = new long[shape.length];
-        long acc = 1;
-        for (int d = shape.length - 1; d >= 0; d--) {
-            st[d] = acc;
-            acc *= Math.max(shape[d], 1);
-        }
-        return st;
+        return RowMajor.strides(shape);
     }
 
     /** Whether the strides are compact row-major, ignoring dimensions of extent 1 (any stride there). */

@@ -2,6 +2,7 @@ package io.github.dlpack4j.arrow;
 
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.internal.RowMajor;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.arrow.memory.ArrowBuf;
@@ -93,7 +94,7 @@ final class ArrowToTensor {
             shape = fixedShape.logicalShape();
             strides = fixedShape.logicalStrides();
         } else {
-            strides = FixedShapeTensor.rowMajorStrides(shape);
+            strides = RowMajor.strides(shape);
         }
         return new Layout(v, dtype, rowElements, shape, strides, levels, perRow);
     }

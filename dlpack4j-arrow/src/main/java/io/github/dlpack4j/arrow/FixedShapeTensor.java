@@ -3,6 +3,7 @@ package io.github.dlpack4j.arrow;
 import com.fasterxml.jackson.core.JacksonException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.github.dlpack4j.internal.RowMajor;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -139,7 +140,7 @@ record FixedShapeTensor(long[] shape, int[] permutation, List<String> dimNames) 
 
     /** The logical strides in elements: the physical row-major strides, permuted. */
     long[] logicalStrides() {
-        long[] physical = rowMajorStrides(shape);
+        long[] physical = RowMajor.strides(shape);
         long[] s = new long[shape.length];
         for (int i = 0; i < s.length; i++) {
             s[i] = physical[permutation[i]];
@@ -167,17 +168,6 @@ record FixedShapeTensor(long[] shape, int[] permutation, List<String> dimNames) 
             throw new IllegalArgumentException(NAME + " '" + column + "' has shape " + Arrays.toString(shape)
                     + ", which does not hold the " + listSize + " values of its FixedSizeList");
         }
-    }
-
-    /** The strides in elements of a C-contiguous array of {@code shape}; a 0 extent counts as 1. */
-    static long[] rowMajorStrides(long[] shape) {
-        long[] strides = new long[shape.length];
-        long s = 1;
-        for (int d = shape.length - 1; d >= 0; d--) {
-            strides[d] = s;
-            s *= Math.max(shape[d], 1);
-        }
-        return strides;
     }
 
     static int[] identity(int n) {

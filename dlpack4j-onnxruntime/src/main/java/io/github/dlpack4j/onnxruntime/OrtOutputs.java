@@ -11,6 +11,7 @@ import ai.onnxruntime.OrtException;
 import ai.onnxruntime.TensorInfo;
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.internal.RowMajor;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -70,27 +71,17 @@ final class OrtOutputs {
                     + "make the model's outputs smaller (a smaller batch)");
         }
         if (bytes == 0) {
-            return Tensor.wrap(MemorySegment.NULL, 0, dtype, shape, rowMajor(shape), t::close);
+            return Tensor.wrap(MemorySegment.NULL, 0, dtype, shape, RowMajor.strides(shape), t::close);
         }
         if (C_API != null) {
             // ORT's memory, valid until t.close(), which the tensor runs once every holder let go.
             MemorySegment data = MemorySegment.ofAddress(C_API.data(t)).reinterpret(bytes);
-            return Tensor.wrap(data, 0, dtype, shape, rowMajor(shape), t::close);
+            return Tensor.wrap(data, 0, dtype, shape, RowMajor.strides(shape), t::close);
         }
         Tensor copy = Tensor.zeros(dtype, shape);
         MemorySegment.copy(MemorySegment.ofBuffer(t.getByteBuffer()), 0, copy.data(), 0, bytes);
         t.close();
         return copy;
-    }
-
-    private static long[] rowMajor(long[] shape) {
-        long[] strides = new long[shape.length];
-        long step = 1;
-        for (int d = shape.length - 1; d >= 0; d--) {
-            strides[d] = step;
-            step *= Math.max(shape[d], 1);
-        }
-        return strides;
     }
 
     /** {@code GetTensorMutableData} of ORT's C API, reached through the handles ORT Java holds. */
