@@ -49,8 +49,9 @@ final class TorchBits {
     private static final Linker LINKER = Linker.nativeLinker();
     /** How far into a {@code TensorImpl} the key set is looked for (torch 2.13: at 168 of 184 bytes). */
     private static final int KEY_SET_SEARCH_END = 256;
-    /** The offsets after the object header where the {@code at::Tensor} is looked for. */
-    private static final int[] TENSOR_OFFSETS = {16, 24, 32};
+    /** Where, in a {@code torch.Tensor} object, the {@code at::Tensor} is looked for: after the 16-byte header. */
+    private static final int TENSOR_SEARCH_START = 16;
+    private static final int TENSOR_SEARCH_END = 40;
     private static final String REQUIRES_GRAD = "_ZNK3c1010TensorImpl13requires_gradEv";
 
     /**
@@ -212,12 +213,10 @@ final class TorchBits {
         if (Long.bitCount(negativeBit) != 1 || Long.bitCount(conjugateBit) != 1) {
             throw new IllegalStateException("torch's Negative/Conjugate dispatch keys are not single bits");
         }
-        long tensorOffset = firstOffset(TENSOR_OFFSETS, samples, s -> s.object, Sample::impl, "the at::Tensor in a torch.Tensor");
-        int[] keyOffsets = new int[KEY_SET_SEARCH_END / 8 - 1];
-        for (int i = 0; i < keyOffsets.length; i++) {
-            keyOffsets[i] = 8 * (i + 1);
-        }
-        long keySetOffset = firstOffset(keyOffsets, samples, Sample::impl, Sample::keySet, "the key set in a TensorImpl");
+        long tensorOffset = firstOffset(TENSOR_SEARCH_START, TENSOR_SEARCH_END, samples, Sample::object, Sample::impl,
+                "the at::Tensor in a torch.Tensor");
+        long keySetOffset = firstOffset(8, KEY_SET_SEARCH_END, samples, Sample::impl, Sample::keySet,
+                "the key set in a TensorImpl");
         MemorySegment symbol = NativeLibrary.loaded(libc10).flatMap(l -> l.find(REQUIRES_GRAD)).orElseThrow(
                 () -> new IllegalStateException("no c10::TensorImpl::requires_grad in " + libc10 + " (loaded)"));
         // `this` is the first integer argument in the C++ ABI, so the pointer goes as a long (no segment
@@ -235,14 +234,14 @@ final class TorchBits {
     }
 
     /**
-     * The first offset among {@code candidates} (ascending) at which the word after {@code base}
+     * The first word-aligned offset in [{@code from}, {@code to}) at which the word after {@code base}
      * equals {@code expected} for every sample. The first, not the only one: the scan stops there, so
      * it reads no further into the object than the field itself (a {@code TensorImpl} is a 184-byte
      * allocation in torch 2.13, its key set at 168); {@link #calibrate} then checks every sample's bits.
      */
-    private static long firstOffset(int[] candidates, List<Sample> samples, ToLongFunction<Sample> base,
+    private static long firstOffset(int from, int to, List<Sample> samples, ToLongFunction<Sample> base,
                                     ToLongFunction<Sample> expected, String what) {
-        for (int offset : candidates) {
+        for (int offset = from; offset < to; offset += 8) {
             boolean all = true;
             for (Sample s : samples) {
                 if (Py.word(base.applyAsLong(s) + offset) != expected.applyAsLong(s)) {
