@@ -1,31 +1,13 @@
 package io.github.dlpack4j.python;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
-
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.Device;
-import io.github.dlpack4j.Dlpack;
 import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.DlpackVersion;
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
-import io.github.dlpack4j.abi.DLDataType;
-import io.github.dlpack4j.abi.DLDevice;
-import io.github.dlpack4j.abi.DLManagedTensorVersioned;
-import io.github.dlpack4j.abi.DLPackExchangeAPI;
-import io.github.dlpack4j.abi.DLPackExchangeAPIHeader;
-import io.github.dlpack4j.abi.DLPackVersion;
-import io.github.dlpack4j.abi.DLTensor;
-import java.lang.foreign.Arena;
-import java.lang.foreign.Linker;
-import java.lang.foreign.MemorySegment;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
+import io.github.dlpack4j.python.interpreter.Gil;
+import io.github.dlpack4j.python.protocol.ExchangeTable;
 import java.util.Optional;
 import java.util.function.Function;
 
@@ -41,36 +23,10 @@ import java.util.function.Function;
  * work after {@link #currentWorkStream}.
  */
 public final class ExchangeApi {
-    private static final MemorySegment CAPSULE_NAME = Arena.global().allocateFrom("dlpack_exchange_api");
-    private static final Linker LINKER = Linker.nativeLinker();
-    private static final MethodHandle ALLOCATOR_INVOKER = LINKER.downcallHandle(DLPackExchangeAPI.MANAGED_TENSOR_ALLOCATOR_FN);
-    private static final MethodHandle TWO_POINTER_INVOKER = LINKER.downcallHandle(DLPackExchangeAPI.MANAGED_TENSOR_FROM_PY_OBJECT_NO_SYNC_FN);
-    private static final MethodHandle STREAM_INVOKER = LINKER.downcallHandle(DLPackExchangeAPI.CURRENT_WORK_STREAM_FN);
-    private static final MemorySegment SET_ERROR;
-    private static final ThreadLocal<String[]> ALLOCATION_ERROR = ThreadLocal.withInitial(() -> new String[1]);
+    private final ExchangeTable table;
 
-    static {
-        try {
-            SET_ERROR = LINKER.upcallStub(MethodHandles.lookup().findStatic(ExchangeApi.class, "setError",
-                    MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class, MemorySegment.class)),
-                    DLPackExchangeAPI.SET_ERROR_FN, Arena.global());
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    private final MemorySegment table;
-    private final DlpackVersion version;
-    @SuppressWarnings("unused") // keeps the producer's type (and so its static table) alive with the cache
-    private final PyObject type;
-    /** What the producer's {@code __dlpack__} would refuse that its table does not (torch); null if nothing. */
-    private final TorchChecks torch;
-
-    private ExchangeApi(MemorySegment table, DlpackVersion version, PyObject type, TorchChecks torch) {
+    private ExchangeApi(ExchangeTable table) {
         this.table = table;
-        this.version = version;
-        this.type = type;
-        this.torch = torch;
     }
 
     /**
@@ -80,71 +36,20 @@ public final class ExchangeApi {
      * @return the type's table, looked up once per type; empty if it has none
      */
     public static Optional<ExchangeApi> fromObject(PyObject obj) {
-        return Gil.with(() -> Optional.ofNullable(forObject(obj.borrow())));
-    }
-
-    /** {@link #fromObject} for a borrowed object pointer, with the GIL held; null if there is none. */
-    static ExchangeApi forObject(MemorySegment obj) throws Throwable {
-        return ProducerType.of(obj).api();
-    }
-
-    /**
-     * The table of {@code type}, if it has one this consumer understands and does not override the
-     * {@code __dlpack__} of the class that published the table (the table would bypass the override).
-     *
-     * @param torch the checks that {@code type}'s {@code __dlpack__} makes, or null
-     */
-    static Optional<ExchangeApi> discover(PyObject type, TorchChecks torch) throws Throwable {
-        if (!type.hasAttr("__dlpack_c_exchange_api__") || overridesDlpack(type)) {
-            return Optional.empty();
-        }
-        try (PyObject capsule = type.attr("__dlpack_c_exchange_api__")) {
-            MemorySegment c = capsule.borrow();
-            if (!Capsules.isCapsule(c) || (int) CApi.PyCapsule_IsValid.invokeExact(c, CAPSULE_NAME) != 1) {
-                return Optional.empty(); // DLPack 1.2 published an int here; only 1.3 capsules are used
-            }
-            MemorySegment header = Py.check((MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(c, CAPSULE_NAME));
-            for (int hops = 0; header.address() != 0 && hops < 64; hops++) {
-                MemorySegment h = header.reinterpret(DLPackExchangeAPI.SIZE);
-                int major = h.get(JAVA_INT, DLPackExchangeAPIHeader.VERSION + DLPackVersion.MAJOR);
-                int minor = h.get(JAVA_INT, DLPackExchangeAPIHeader.VERSION + DLPackVersion.MINOR);
-                if (major == DlpackVersion.MAJOR) {
-                    Py.incRef(type.borrow());
-                    return Optional.of(new ExchangeApi(h, new DlpackVersion(major, minor), PyObject.steal(type.borrow()), torch));
-                }
-                header = h.get(ADDRESS, DLPackExchangeAPIHeader.PREV_API);
-            }
-            return Optional.empty();
-        }
-    }
-
-    /** Whether a class between {@code type} and the one that publishes the table defines its own {@code __dlpack__}. */
-    private static boolean overridesDlpack(PyObject type) throws Throwable {
-        Boolean overrides = ProducerType.firstInMro(type, cls -> {
-            try (PyObject dict = cls.attr("__dict__");
-                 PyObject has = dict.callMethod("__contains__", "__dlpack_c_exchange_api__")) {
-                if (!Boolean.TRUE.equals(has.toJava())) {
-                    return null;
-                }
-                if (!type.hasAttr("__dlpack__")) {
-                    return false;
-                }
-                try (PyObject own = type.attr("__dlpack__"); PyObject published = cls.attr("__dlpack__")) {
-                    return own.borrow().address() != published.borrow().address();
-                }
-            }
+        return Gil.with(() -> {
+            ExchangeTable t = ExchangeTable.forObject(obj.borrow());
+            return t == null ? Optional.empty() : Optional.of(t.facade(ExchangeApi::new));
         });
-        return Boolean.TRUE.equals(overrides);
     }
 
     /** {@return the table's version} */
     public DlpackVersion version() {
-        return version;
+        return table.version();
     }
 
     /** {@return whether the producer offers the optional borrowed {@code DLTensor} view} */
     public boolean hasDLTensorView() {
-        return table.get(ADDRESS, DLPackExchangeAPI.DLTENSOR_FROM_PY_OBJECT_NO_SYNC).address() != 0;
+        return table.hasDLTensorView();
     }
 
     /**
@@ -155,15 +60,7 @@ public final class ExchangeApi {
      * @throws PythonException if the producer reports an error
      */
     public long currentWorkStream(Device device) {
-        return Gil.with(() -> {
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment out = arena.allocate(ADDRESS);
-                int status = (int) STREAM_INVOKER.invokeExact(table.get(ADDRESS, DLPackExchangeAPI.CURRENT_WORK_STREAM),
-                        device.type().code(), device.id(), out);
-                Py.check(status);
-                return out.get(ADDRESS, 0).address();
-            }
-        });
+        return table.currentWorkStream(device);
     }
 
     /**
@@ -178,41 +75,7 @@ public final class ExchangeApi {
      *         the conjugate or negative bit set (the message names the fix)
      */
     public ExchangeTensor importNoSync(PyObject obj) {
-        return Gil.with(() -> importNoSync(obj.borrow()));
-    }
-
-    /** A pointer-sized out-parameter per thread, instead of an arena per call. */
-    private static final ThreadLocal<MemorySegment> OUT = ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(ADDRESS));
-
-    /** {@link #importNoSync(PyObject)} with the GIL held. */
-    ExchangeTensor importNoSync(MemorySegment obj) throws Throwable {
-        MemorySegment out = OUT.get();
-        int status = (int) TWO_POINTER_INVOKER.invokeExact(
-                table.get(ADDRESS, DLPackExchangeAPI.MANAGED_TENSOR_FROM_PY_OBJECT_NO_SYNC), obj, out);
-        Py.check(status);
-        // No GIL around this deleter: exchange-API producers are native libraries whose deleters
-        // take the GIL themselves when they need it (DLPack 1.3), and torch's does not need it.
-        ManagedTensor m = ManagedTensor.adoptVersioned(out.get(ADDRESS, 0));
-        if (torch != null) { // after the export: its dtype says which of torch's bits can be set
-            try {
-                torch.refuseUnexportable(obj, false, m.tensor().dtype());
-            } catch (Throwable refused) {
-                m.close();
-                throw refused;
-            }
-        }
-        Device device = m.tensor().device();
-        if (device.type() == io.github.dlpack4j.DeviceType.CPU) {
-            return new ExchangeTensor(m, 0); // CPU work has no stream (DLPack: NULL on CPU)
-        }
-        long stream;
-        try {
-            stream = currentWorkStream(device);
-        } catch (RuntimeException e) {
-            m.close();
-            throw e;
-        }
-        return new ExchangeTensor(m, stream);
+        return Gil.with(() -> table.importNoSync(obj.borrow()));
     }
 
     /**
@@ -228,28 +91,7 @@ public final class ExchangeApi {
      *         bit set, as {@link #importNoSync(PyObject)}
      */
     public <T> T withDLTensorView(PyObject obj, Function<Tensor, T> reader) {
-        if (!hasDLTensorView()) {
-            throw new UnsupportedOperationException("this producer offers no dltensor_from_py_object_no_sync");
-        }
-        return Gil.with(() -> {
-            if (torch != null) {
-                torch.refuseUnexportable(obj.borrow(), false, null);
-            }
-            try (Arena arena = Arena.ofConfined()) {
-                // A versioned struct around the borrowed DLTensor, without deleter: the core's
-                // validation and scoped views then apply to the view as to any import.
-                MemorySegment managed = arena.allocate(DLManagedTensorVersioned.LAYOUT);
-                managed.set(JAVA_INT, DLManagedTensorVersioned.VERSION + DLPackVersion.MAJOR, DlpackVersion.MAJOR);
-                managed.set(JAVA_INT, DLManagedTensorVersioned.VERSION + DLPackVersion.MINOR, DlpackVersion.MINOR);
-                int status = (int) TWO_POINTER_INVOKER.invokeExact(
-                        table.get(ADDRESS, DLPackExchangeAPI.DLTENSOR_FROM_PY_OBJECT_NO_SYNC), obj.borrow(),
-                        managed.asSlice(DLManagedTensorVersioned.DL_TENSOR));
-                Py.check(status);
-                try (ManagedTensor view = ManagedTensor.adoptVersioned(managed)) {
-                    return reader.apply(view.tensor());
-                }
-            }
-        });
+        return Gil.with(() -> table.withDLTensorView(obj.borrow(), reader));
     }
 
     /**
@@ -263,40 +105,7 @@ public final class ExchangeApi {
      * @throws DlpackException with the producer's error kind and message if it refuses
      */
     public ManagedTensor allocate(DataType dtype, Device device, long... shape) {
-        return Gil.with(() -> {
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment proto = arena.allocate(DLTensor.LAYOUT);
-                MemorySegment shapeArray = arena.allocateFrom(JAVA_LONG, shape);
-                proto.set(JAVA_INT, DLTensor.DEVICE + DLDevice.DEVICE_TYPE, device.type().code());
-                proto.set(JAVA_INT, DLTensor.DEVICE + DLDevice.DEVICE_ID, device.id());
-                proto.set(JAVA_INT, DLTensor.NDIM, shape.length);
-                proto.set(JAVA_BYTE, DLTensor.DTYPE + DLDataType.CODE, (byte) dtype.code().code());
-                proto.set(JAVA_BYTE, DLTensor.DTYPE + DLDataType.BITS, (byte) dtype.bits());
-                proto.set(JAVA_SHORT, DLTensor.DTYPE + DLDataType.LANES, (short) dtype.lanes());
-                proto.set(ADDRESS, DLTensor.SHAPE, shapeArray);
-                MemorySegment out = arena.allocate(ADDRESS);
-                String[] error = ALLOCATION_ERROR.get();
-                error[0] = null;
-                int status = (int) ALLOCATOR_INVOKER.invokeExact(table.get(ADDRESS, DLPackExchangeAPI.MANAGED_TENSOR_ALLOCATOR),
-                        proto, out, MemorySegment.NULL, SET_ERROR);
-                if (status != 0) {
-                    throw new DlpackException("the producer's allocator refused " + dtype + " " + java.util.Arrays.toString(shape)
-                            + " on " + device + ": " + (error[0] == null ? "no reason given" : error[0]));
-                }
-                return ProducerDeleter.adopt(out.get(ADDRESS, 0), true);
-            }
-        });
-    }
-
-    /** The allocator's {@code SetError}: records the message for the calling thread; never throws into C. */
-    private static void setError(MemorySegment errorCtx, MemorySegment kind, MemorySegment message) {
-        try {
-            String k = kind.address() == 0 ? "Error" : kind.reinterpret(1024).getString(0);
-            String m = message.address() == 0 ? "" : message.reinterpret(64 * 1024).getString(0);
-            ALLOCATION_ERROR.get()[0] = k + ": " + m;
-        } catch (Throwable ignored) {
-            // Nothing may reach C.
-        }
+        return table.allocate(dtype, device, shape);
     }
 
     /**
@@ -309,15 +118,6 @@ public final class ExchangeApi {
      * @throws IllegalStateException if {@code tensor} is closed
      */
     public PyObject toPyObject(Tensor tensor) {
-        MemorySegment export = Dlpack.exportVersioned(tensor);
-        return Gil.with(() -> {
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment out = arena.allocate(ADDRESS);
-                int status = (int) TWO_POINTER_INVOKER.invokeExact(
-                        table.get(ADDRESS, DLPackExchangeAPI.MANAGED_TENSOR_TO_PY_OBJECT_NO_SYNC), export, out);
-                Py.check(status); // the export was stolen either way
-                return PyObject.steal(out.get(ADDRESS, 0));
-            }
-        });
+        return PyObject.steal(table.toPyObject(tensor));
     }
 }

@@ -1,6 +1,15 @@
 package io.github.dlpack4j.python;
 
 import io.github.dlpack4j.internal.SafetyNet;
+import io.github.dlpack4j.python.interpreter.CApi;
+import io.github.dlpack4j.python.interpreter.Convert;
+import io.github.dlpack4j.python.interpreter.Gil;
+import io.github.dlpack4j.python.interpreter.Names;
+import io.github.dlpack4j.python.interpreter.PendingReleases;
+import io.github.dlpack4j.python.interpreter.PyErrors;
+import io.github.dlpack4j.python.interpreter.PyObjects;
+import io.github.dlpack4j.python.interpreter.Refs;
+import io.github.dlpack4j.python.interpreter.Shutdown;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.ref.Cleaner;
@@ -38,6 +47,35 @@ public final class PyObject implements AutoCloseable {
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
+        PyObjects.install(new Access());
+    }
+
+    /** What the module's internal packages may do with this type and {@link PythonException} ({@link PyObjects}). */
+    private static final class Access implements PyObjects.Access {
+        @Override
+        public PyObject steal(MemorySegment newReference) {
+            return new PyObject(newReference);
+        }
+
+        @Override
+        public MemorySegment borrow(PyObject o) {
+            return o.borrow();
+        }
+
+        @Override
+        public MemorySegment newReference(PyObject o) {
+            return o.newReference();
+        }
+
+        @Override
+        public PythonException exception(String type, String message, String traceback, PyObject[] original) {
+            return new PythonException(type, message, traceback, original);
+        }
+
+        @Override
+        public PyObject[] original(PythonException e) {
+            return e.original();
+        }
     }
 
     private final MemorySegment ptr;
@@ -57,7 +95,7 @@ public final class PyObject implements AutoCloseable {
 
     /** Takes over a new reference, or throws the pending Python error if it is NULL. */
     static PyObject stealChecked(MemorySegment ptr) {
-        return new PyObject(Py.check(ptr));
+        return new PyObject(PyErrors.check(ptr));
     }
 
     /**
@@ -73,7 +111,7 @@ public final class PyObject implements AutoCloseable {
 
         @Override
         public void run() {
-            if (Python.isShuttingDown()) {
+            if (Shutdown.isShuttingDown()) {
                 return;
             }
             if (Gil.isHeld()) {
@@ -84,8 +122,8 @@ public final class PyObject implements AutoCloseable {
         }
 
         @Override
-        void release() {
-            Py.decRef(MemorySegment.ofAddress(address));
+        protected void release() {
+            Refs.decRef(MemorySegment.ofAddress(address));
         }
     }
 
@@ -98,7 +136,7 @@ public final class PyObject implements AutoCloseable {
     /** A new reference to the object, for the C API; the caller owns it. Needs the GIL. */
     MemorySegment newReference() {
         checkOpen();
-        Py.incRef(ptr);
+        Refs.incRef(ptr);
         return ptr;
     }
 
@@ -122,7 +160,7 @@ public final class PyObject implements AutoCloseable {
      */
     public PyObject attr(String name) {
         return Gil.with(() -> {
-            return steal(Py.getAttr(borrow(), name));
+            return steal(Names.getAttr(borrow(), name));
         });
     }
 
@@ -137,9 +175,9 @@ public final class PyObject implements AutoCloseable {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment v = Convert.toPython(value);
                 try {
-                    Py.check((int) CApi.PyObject_SetAttrString.invokeExact(borrow(), arena.allocateFrom(name), v));
+                    PyErrors.check((int) CApi.PyObject_SetAttrString.invokeExact(borrow(), arena.allocateFrom(name), v));
                 } finally {
-                    Py.decRef(v);
+                    Refs.decRef(v);
                 }
             }
             return null;
@@ -171,7 +209,7 @@ public final class PyObject implements AutoCloseable {
             try {
                 return stealChecked((MemorySegment) CApi.PyObject_GetItem.invokeExact(borrow(), k));
             } finally {
-                Py.decRef(k);
+                Refs.decRef(k);
             }
         });
     }
@@ -192,10 +230,10 @@ public final class PyObject implements AutoCloseable {
             try {
                 return stealChecked((MemorySegment) CApi.PyObject_CallObject.invokeExact(borrow(), tuple));
             } finally {
-                Py.decRef(tuple);
+                Refs.decRef(tuple);
             }
         } catch (Throwable t) {
-            throw Py.unchecked(t);
+            throw PyErrors.unchecked(t);
         } finally {
             Gil.release(g);
         }
@@ -216,9 +254,9 @@ public final class PyObject implements AutoCloseable {
                 dict = Convert.toPython(kwargs);
                 return stealChecked((MemorySegment) CApi.PyObject_Call.invokeExact(borrow(), tuple, dict));
             } finally {
-                Py.decRef(tuple);
+                Refs.decRef(tuple);
                 if (dict.address() != 0) {
-                    Py.decRef(dict);
+                    Refs.decRef(dict);
                 }
             }
         });
@@ -236,22 +274,22 @@ public final class PyObject implements AutoCloseable {
         try {
             MemorySegment result;
             if (args.length == 0) {
-                result = Py.check((MemorySegment) CApi.PyObject_CallNoArgs.invokeExact(borrow()));
+                result = PyErrors.check((MemorySegment) CApi.PyObject_CallNoArgs.invokeExact(borrow()));
             } else {
                 MemorySegment tuple = Convert.tupleOf(args);
                 try {
-                    result = Py.check((MemorySegment) CApi.PyObject_CallObject.invokeExact(borrow(), tuple));
+                    result = PyErrors.check((MemorySegment) CApi.PyObject_CallObject.invokeExact(borrow(), tuple));
                 } finally {
-                    Py.decRef(tuple);
+                    Refs.decRef(tuple);
                 }
             }
             try {
                 return Convert.toJava(result);
             } finally {
-                Py.decRef(result);
+                Refs.decRef(result);
             }
         } catch (Throwable t) {
-            throw Py.unchecked(t);
+            throw PyErrors.unchecked(t);
         } finally {
             Gil.release(g);
         }
@@ -273,25 +311,25 @@ public final class PyObject implements AutoCloseable {
     /** {@return {@code str(self)}} */
     public String str() {
         return Gil.with(() -> {
-            return Py.str(borrow());
+            return Convert.str(borrow());
         });
     }
 
     /** {@return {@code repr(self)}} */
     public String repr() {
         return Gil.with(() -> {
-            MemorySegment r = Py.check((MemorySegment) CApi.PyObject_Repr.invokeExact(borrow()));
+            MemorySegment r = PyErrors.check((MemorySegment) CApi.PyObject_Repr.invokeExact(borrow()));
             try {
-                return Py.toJavaString(r);
+                return Convert.toJavaString(r);
             } finally {
-                Py.decRef(r);
+                Refs.decRef(r);
             }
         });
     }
 
     /** {@return {@code int(self)} as a long (through {@code __index__})} */
     public long asLong() {
-        return Gil.with(() -> Py.asLong(borrow()));
+        return Gil.with(() -> Convert.asLong(borrow()));
     }
 
     /** {@return {@code float(self)}} */
@@ -299,7 +337,7 @@ public final class PyObject implements AutoCloseable {
         return Gil.with(() -> {
             double v = (double) CApi.PyFloat_AsDouble.invokeExact(borrow());
             if (v == -1.0 && ((MemorySegment) CApi.PyErr_Occurred.invokeExact()).address() != 0) {
-                throw Py.fetchError();
+                throw PyErrors.fetchError();
             }
             return v;
         });
@@ -308,7 +346,7 @@ public final class PyObject implements AutoCloseable {
     /** {@return {@code bool(self)}} */
     public boolean asBoolean() {
         return Gil.with(() -> {
-            return Py.check((int) CApi.PyObject_IsTrue.invokeExact(borrow())) == 1;
+            return PyErrors.check((int) CApi.PyObject_IsTrue.invokeExact(borrow())) == 1;
         });
     }
 

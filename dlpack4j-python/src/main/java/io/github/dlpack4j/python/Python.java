@@ -1,15 +1,18 @@
 package io.github.dlpack4j.python;
 
+import io.github.dlpack4j.python.interpreter.CApi;
+import io.github.dlpack4j.python.interpreter.Convert;
+import io.github.dlpack4j.python.interpreter.Gil;
+import io.github.dlpack4j.python.interpreter.Interpreter;
+import io.github.dlpack4j.python.interpreter.JavaFunctions;
+import io.github.dlpack4j.python.interpreter.Names;
+import io.github.dlpack4j.python.interpreter.PyErrors;
+import io.github.dlpack4j.python.interpreter.Refs;
+import io.github.dlpack4j.python.protocol.HostDetachSteps;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
-import java.lang.invoke.MethodHandle;
-import java.util.List;
 import java.util.Objects;
 import java.util.function.Supplier;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * The CPython interpreter of this process, embedded through FFM (no JNI).
@@ -34,18 +37,26 @@ import java.util.concurrent.locks.LockSupport;
  * }
  */
 public final class Python {
-    private static final Object LOCK = new Object();
     private static volatile Python instance;
-    private static volatile boolean shuttingDown;
 
-    private final String version;
-    private final String executable;
-    private final MemorySegment globals;
+    private final Interpreter interpreter;
 
-    private Python(String version, String executable, MemorySegment globals) {
-        this.version = version;
-        this.executable = executable;
-        this.globals = globals;
+    private Python(Interpreter interpreter) {
+        this.interpreter = interpreter;
+    }
+
+    /** The one {@code Python} of the process's one interpreter. */
+    private static Python of(Interpreter interpreter) {
+        Python p = instance;
+        if (p == null) {
+            synchronized (Python.class) {
+                if (instance == null) {
+                    instance = new Python(interpreter);
+                }
+                p = instance;
+            }
+        }
+        return p;
     }
 
     /**
@@ -57,11 +68,7 @@ public final class Python {
      * @return the process's one interpreter
      */
     public static Python start() {
-        return once(() -> {
-            PythonLocator located = PythonLocator.locate(PythonLocator.configuredExecutable());
-            NativeLibrary.bindPython(NativeLibrary.loadGlobal(located.library()));
-            return initialize(located);
-        });
+        return of(Interpreter.start());
     }
 
     /**
@@ -73,220 +80,18 @@ public final class Python {
      *                               older than 3.10 or free-threaded
      */
     public static Python attach() {
-        return once(Python::attachToProcess);
-    }
-
-    /** The process's one interpreter: {@code make} runs once, under the lock, after the access check. */
-    private static Python once(Supplier<Python> make) {
-        Python p = instance;
-        if (p != null) {
-            return p;
-        }
-        synchronized (LOCK) {
-            if (instance == null) {
-                checkNativeAccess();
-                Python made = make.get();
-                Py.checkObjectLayout();
-                instance = made;
-            }
-            return instance;
-        }
-    }
-
-    private static Python attachToProcess() {
-        var process = NativeLibrary.process();
-        MemorySegment isInit = process.find("Py_IsInitialized").orElseThrow(() -> new IllegalStateException(
-                "no CPython in this process to attach to; use Python.start() to embed one"));
-        MethodHandle h = Linker.nativeLinker().downcallHandle(isInit, FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT));
-        try {
-            if ((int) h.invokeExact() == 0) {
-                throw new IllegalStateException("CPython is loaded in this process but not initialised; use Python.start()");
-            }
-        } catch (RuntimeException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-        NativeLibrary.bindPython(process);
-        Python p = Gil.with(() -> new Python(sysString("version"), sysString("executable"), mainGlobals()));
-        String[] version = p.version.split("[. ]", 3); // "3.12.1 (main, ...)"
-        PythonLocator.checkVersion(Integer.parseInt(version[0]), Integer.parseInt(version[1]), "the host process");
-        installShutdownHook(false);
-        HostExit.register(p); // the host's Python outlives this JVM: let go of it in time
-        return p;
-    }
-
-    private static void checkNativeAccess() {
-        if (!Python.class.getModule().isNativeAccessEnabled()) {
-            throw new IllegalStateException("dlpack4j calls CPython through restricted FFM methods: start the JVM with "
-                    + "--enable-native-access=" + (Python.class.getModule().isNamed()
-                    ? Python.class.getModule().getName() : "ALL-UNNAMED")
-                    + " (or put 'Enable-Native-Access: ALL-UNNAMED' in your jar's manifest)");
-        }
-    }
-
-    private static Python initialize(PythonLocator located) {
-        try {
-            // PYTHONHOME makes the interpreter find the standard library of the executable's base
-            // installation, whatever the JVM's PATH says; it is removed again right after. A
-            // PYTHONHOME the user set is left as it is.
-            if (!userSetPythonHome()) {
-                Env.set("PYTHONHOME", located.basePrefix());
-            }
-            CApi.Py_InitializeEx.invokeExact(0); // 0: no signal handlers, the JVM owns signals
-            Gil.keepInitialThreadState(); // a Java thread: its closes queue like any other's
-            if (!userSetPythonHome()) {
-                Env.unset("PYTHONHOME");
-            }
-        } catch (Throwable t) {
-            throw Py.unchecked(t);
-        }
-        Python p;
-        try {
-            configureSys(located);
-            p = new Python(sysString("version"), located.executable(), mainGlobals());
-        } finally {
-            try {
-                MemorySegment ignored = (MemorySegment) CApi.PyEval_SaveThread.invokeExact(); // release the GIL
-            } catch (Throwable t) {
-                throw Py.unchecked(t);
-            }
-        }
-        installShutdownHook(true);
-        return p;
-    }
-
-    /** Makes sys.path, sys.prefix and sys.executable what the executable itself sees. */
-    private static void configureSys(PythonLocator located) {
-        MemorySegment sys = Py.importModule("sys");
-        try {
-            setAttr(sys, "path", located.path());
-            setAttr(sys, "prefix", located.prefix());
-            setAttr(sys, "exec_prefix", located.execPrefix());
-            setAttr(sys, "executable", located.executable());
-            if (userSetPythonHome()) {
-                return;
-            }
-            MemorySegment os = Py.importModule("os");
-            try (PyObject environ = PyObject.steal(Py.getAttr(os, "environ"))) {
-                MemorySegment pop = Py.getAttr(environ.borrow(), "pop");
-                MemorySegment args = Convert.tupleOf(new Object[] {"PYTHONHOME", null});
-                try {
-                    Py.decRef(Py.check((MemorySegment) CApi.PyObject_CallObject.invokeExact(pop, args)));
-                } finally {
-                    Py.decRef(args);
-                    Py.decRef(pop);
-                }
-            } finally {
-                Py.decRef(os);
-            }
-        } catch (Throwable t) {
-            throw Py.unchecked(t);
-        } finally {
-            Py.decRef(sys);
-        }
-    }
-
-    private static boolean userSetPythonHome() {
-        return System.getenv("PYTHONHOME") != null;
-    }
-
-    private static void setAttr(MemorySegment o, String name, Object value) throws Throwable {
-        MemorySegment v = Convert.toPython(value instanceof List<?> l ? l : value);
-        try (Arena arena = Arena.ofConfined()) {
-            Py.check((int) CApi.PyObject_SetAttrString.invokeExact(o, arena.allocateFrom(name), v));
-        } finally {
-            Py.decRef(v);
-        }
-    }
-
-    /** {@code sys.<name>} as a string; needs the GIL. */
-    private static String sysString(String name) {
-        MemorySegment sys = Py.importModule("sys");
-        try {
-            MemorySegment v = Py.getAttr(sys, name);
-            try {
-                return Py.toJavaString(v);
-            } finally {
-                Py.decRef(v);
-            }
-        } finally {
-            Py.decRef(sys);
-        }
-    }
-
-    private static MemorySegment mainGlobals() {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment main = Py.check((MemorySegment) CApi.PyImport_AddModule.invokeExact(arena.allocateFrom("__main__")));
-            return Py.check((MemorySegment) CApi.PyModule_GetDict.invokeExact(main)); // borrowed, lives for ever
-        } catch (Throwable t) {
-            throw Py.unchecked(t);
-        }
-    }
-
-    /** {@code embedded}: this JVM started the interpreter, and its exit ends the process. */
-    private static void installShutdownHook(boolean embedded) {
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            shuttingDown = true;
-            if (embedded) {
-                EmbeddedExit.checkGilAtExit(); // every thread that may hold the GIL, ours included
-                return;
-            }
-            // The JVM stops every thread where it is once the hooks are done: none of ours may be
-            // holding the GIL then (see enterInternalHold). Holds are short; five seconds is a bound.
-            long deadline = System.nanoTime() + 5_000_000_000L;
-            while (INTERNAL_HOLDS.get() != 0 && System.nanoTime() - deadline < 0) {
-                LockSupport.parkNanos(1_000_000L);
-            }
-        }, "dlpack4j-python-shutdown"));
-    }
-
-    /** GIL holds that dlpack4j takes on its own account, in progress now. */
-    private static final AtomicInteger INTERNAL_HOLDS = new AtomicInteger();
-
-    /**
-     * Begins a GIL hold that dlpack4j takes on its own account (the release flusher; a close that
-     * runs queued deleters past the queue's bound), or says no once the JVM's shutdown began. The
-     * shutdown hook waits for such holds to end: a thread stopped by the JVM's exit while it holds
-     * the GIL would hang the host's Python. (A JVM that embeds Python waits, with a bound, for every
-     * thread that takes the GIL through dlpack4j, these included: {@link EmbeddedExit}.)
-     * The count is raised before the flag is read and the hook sets the flag before it reads the
-     * count, so one of the two always sees the other.
-     *
-     * @return whether the hold may begin; if so, {@link #exitInternalHold()} must follow
-     */
-    static boolean enterInternalHold() {
-        INTERNAL_HOLDS.incrementAndGet();
-        if (shuttingDown) {
-            INTERNAL_HOLDS.decrementAndGet();
-            return false;
-        }
-        return true;
-    }
-
-    /** Ends a hold begun by {@link #enterInternalHold()}. */
-    static void exitInternalHold() {
-        INTERNAL_HOLDS.decrementAndGet();
-    }
-
-    /** From a host's exit on ({@link HostExit}): like the JVM's own shutdown, references are left alone. */
-    static void markHostExit() {
-        shuttingDown = true;
-    }
-
-    /** Whether the JVM is shutting down: references are then left to the process's end. */
-    static boolean isShuttingDown() {
-        return shuttingDown;
+        HostDetachSteps.register(); // before the host can exit: what the DLPack side lets go of then
+        return of(Interpreter.attach());
     }
 
     /** {@return {@code sys.version}} */
     public String version() {
-        return version;
+        return interpreter.version();
     }
 
     /** {@return {@code sys.executable}: the Python whose environment this interpreter sees} */
     public String executable() {
-        return executable;
+        return interpreter.executable();
     }
 
     /**
@@ -370,9 +175,9 @@ public final class Python {
         int g = Gil.acquire();
         try (Arena arena = Arena.ofConfined()) {
             return PyObject.stealChecked((MemorySegment) CApi.PyRun_String.invokeExact(
-                    arena.allocateFrom(code), mode, globals, globals));
+                    arena.allocateFrom(code), mode, interpreter.globals(), interpreter.globals()));
         } catch (Throwable t) {
-            throw Py.unchecked(t);
+            throw PyErrors.unchecked(t);
         } finally {
             Gil.release(g);
         }
@@ -387,7 +192,7 @@ public final class Python {
      */
     public PyObject importModule(String name) {
         return Gil.with(() -> {
-            return PyObject.steal(Py.importModule(name));
+            return PyObject.steal(Names.importModule(name));
         });
     }
 
@@ -402,9 +207,9 @@ public final class Python {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment v = Convert.toPython(value);
                 try {
-                    Py.check((int) CApi.PyDict_SetItemString.invokeExact(globals, arena.allocateFrom(name), v));
+                    PyErrors.check((int) CApi.PyDict_SetItemString.invokeExact(interpreter.globals(), arena.allocateFrom(name), v));
                 } finally {
-                    Py.decRef(v);
+                    Refs.decRef(v);
                 }
             }
             return null;
@@ -421,11 +226,11 @@ public final class Python {
     public PyObject getGlobal(String name) {
         return Gil.with(() -> {
             try (Arena arena = Arena.ofConfined()) {
-                MemorySegment v = (MemorySegment) CApi.PyDict_GetItemString.invokeExact(globals, arena.allocateFrom(name));
+                MemorySegment v = (MemorySegment) CApi.PyDict_GetItemString.invokeExact(interpreter.globals(), arena.allocateFrom(name));
                 if (v.address() == 0) {
                     throw new PythonException("NameError", "name '" + name + "' is not defined");
                 }
-                Py.incRef(v);
+                Refs.incRef(v);
                 return PyObject.steal(v);
             }
         });

@@ -3,6 +3,9 @@ package io.github.dlpack4j.python;
 import io.github.dlpack4j.DlpackExporter;
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.python.interpreter.Gil;
+import io.github.dlpack4j.python.protocol.ImportNegotiation;
+import io.github.dlpack4j.python.protocol.JavaTensorType;
 
 /**
  * The DLPack Python protocol from Java, both ways: the one-step import of any object that speaks
@@ -34,7 +37,7 @@ public final class PythonDlpack {
      * @throws io.github.dlpack4j.DlpackException if {@code source} does not speak DLPack, or its tensor breaks the rules
      */
     public static ManagedTensor fromDlpack(PyObject source) {
-        return ImportRequest.of(source).importTensor();
+        return new ImportNegotiation(java.util.Objects.requireNonNull(source, "source")).importTensor();
     }
 
     /**

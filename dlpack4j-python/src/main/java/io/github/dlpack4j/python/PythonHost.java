@@ -3,6 +3,9 @@ package io.github.dlpack4j.python;
 import io.github.dlpack4j.DlpackExporter;
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.python.interpreter.Gil;
+import io.github.dlpack4j.python.interpreter.Refs;
+import io.github.dlpack4j.python.protocol.JavaTensorType;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 
@@ -43,7 +46,7 @@ public final class PythonHost {
         // A scope, so that the import inside finds the GIL held instead of taking it again.
         return Gil.scope(() -> {
             MemorySegment o = MemorySegment.ofAddress(pyObject);
-            Py.incRef(o);
+            Refs.incRef(o);
             try (PyObject source = PyObject.steal(o); ManagedTensor m = ImportRequest.of(source).copy(copy).importTensor()) {
                 // The share owns the producer's memory now; closing m only drops its own hold.
                 return m.tensor().share();

@@ -7,6 +7,7 @@ import io.github.dlpack4j.Dlpack;
 import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.python.interpreter.PendingReleases;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;

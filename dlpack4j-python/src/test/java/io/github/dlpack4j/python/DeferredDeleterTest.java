@@ -3,6 +3,7 @@ package io.github.dlpack4j.python;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.dlpack4j.ManagedTensor;
+import io.github.dlpack4j.python.interpreter.PendingReleases;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -169,7 +170,7 @@ class DeferredDeleterTest {
     private static PendingReleases.Node node(Runnable action) {
         return new PendingReleases.Node() {
             @Override
-            void release() {
+            protected void release() {
                 action.run();
             }
         };

@@ -1,5 +1,6 @@
 package io.github.dlpack4j.python;
 
+import io.github.dlpack4j.python.interpreter.PendingReleases;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.locks.LockSupport;
 

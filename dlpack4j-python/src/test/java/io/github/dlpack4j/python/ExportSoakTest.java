@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.dlpack4j.Dlpack;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.python.protocol.JavaTensorType;
 import org.junit.jupiter.api.Test;
 
 class ExportSoakTest {

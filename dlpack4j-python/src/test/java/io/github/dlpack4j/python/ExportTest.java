@@ -10,6 +10,9 @@ import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.DlpackExporter;
 import io.github.dlpack4j.ExportRequest;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.python.interpreter.Gil;
+import io.github.dlpack4j.python.interpreter.PyErrors;
+import io.github.dlpack4j.python.protocol.ExchangeApiProducer;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -492,15 +495,15 @@ class ExportTest extends LeakChecked {
                         io.github.dlpack4j.abi.DLPackExchangeAPI.DLTENSOR_FROM_PY_OBJECT_NO_SYNC,
                         io.github.dlpack4j.abi.DLPackExchangeAPI.MANAGED_TENSOR_TO_PY_OBJECT_NO_SYNC}) {
                     MemorySegment first = at == io.github.dlpack4j.abi.DLPackExchangeAPI.MANAGED_TENSOR_TO_PY_OBJECT_NO_SYNC
-                            ? Dlpack.exportVersioned(t) : obj.borrow(); // to_py_object takes ownership even on failure
+                            ? Dlpack.exportVersioned(t) : obj.address(); // to_py_object takes ownership even on failure
                     r.add((int) twoPointers.invokeExact(table.get(java.lang.foreign.ValueLayout.ADDRESS, at), first, nul));
-                    Py.clearError();
+                    PyErrors.clearError();
                 }
                 r.add((int) allocator.invokeExact(table.get(java.lang.foreign.ValueLayout.ADDRESS,
                         io.github.dlpack4j.abi.DLPackExchangeAPI.MANAGED_TENSOR_ALLOCATOR), nul, nul, nul, nul));
                 r.add((int) stream.invokeExact(table.get(java.lang.foreign.ValueLayout.ADDRESS,
                         io.github.dlpack4j.abi.DLPackExchangeAPI.CURRENT_WORK_STREAM), 1, 0, nul));
-                Py.clearError();
+                PyErrors.clearError();
                 return r;
             });
             assertThat(statuses).containsExactly(-1, -1, -1, -1, -1);

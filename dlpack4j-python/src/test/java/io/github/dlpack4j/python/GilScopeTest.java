@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.python.interpreter.Gil;
+import io.github.dlpack4j.python.interpreter.PendingReleases;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;

@@ -6,6 +6,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.github.dlpack4j.Dlpack;
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.python.interpreter.PendingReleases;
+import io.github.dlpack4j.python.protocol.JavaTensorType;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;

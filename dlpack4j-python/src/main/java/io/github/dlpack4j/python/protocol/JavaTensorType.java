@@ -1,4 +1,4 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.protocol;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -8,6 +8,16 @@ import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.DlpackExporter;
 import io.github.dlpack4j.ExportRequest;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.python.PyObject;
+import io.github.dlpack4j.python.PythonException;
+import io.github.dlpack4j.python.interpreter.CApi;
+import io.github.dlpack4j.python.interpreter.Convert;
+import io.github.dlpack4j.python.interpreter.CpythonLayout;
+import io.github.dlpack4j.python.interpreter.Names;
+import io.github.dlpack4j.python.interpreter.PyErrors;
+import io.github.dlpack4j.python.interpreter.PyObjects;
+import io.github.dlpack4j.python.interpreter.Refs;
+import io.github.dlpack4j.python.interpreter.Shutdown;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -34,7 +44,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * {@code tp_new}, so Python code cannot make instances; Java makes them with {@code PyType_GenericAlloc}.
  * Nothing thrown in Java crosses into C: every upcall turns it into a Python exception.
  */
-final class JavaTensorType {
+public final class JavaTensorType {
     /** What an instance stands for; {@code owned} is closed when Python frees the instance. */
     static final class Instance {
         final DlpackExporter exporter;
@@ -76,11 +86,11 @@ final class JavaTensorType {
     private JavaTensorType() {}
 
     /** A new instance for {@code exporter}, a new reference; needs the GIL. */
-    static MemorySegment newInstance(DlpackExporter exporter, AutoCloseable owned) throws Throwable {
-        MemorySegment o = Py.check((MemorySegment) CApi.PyType_GenericAlloc.invokeExact(type(), 0L));
+    public static MemorySegment newInstance(DlpackExporter exporter, AutoCloseable owned) throws Throwable {
+        MemorySegment o = PyErrors.check((MemorySegment) CApi.PyType_GenericAlloc.invokeExact(type(), 0L));
         INSTANCES.put(o.address(), new Instance(exporter, owned));
-        if (Python.isShuttingDown()) {
-            Py.incRef(o); // made after the host let go of Java (HostExit): never to be finalized
+        if (Shutdown.isShuttingDown()) {
+            Refs.incRef(o); // made after the host let go of Java (HostedJvmExit): never to be finalized
         }
         return o;
     }
@@ -111,17 +121,17 @@ final class JavaTensorType {
      * Keeps every live instance alive for good, so that Python never runs its finalizer (an upcall):
      * for a host that destroys the JVM before Python frees them. Needs the GIL.
      */
-    static int keepAllAlive() {
+    public static int keepAllAlive() {
         int n = 0;
         for (Long address : INSTANCES.keySet()) {
-            Py.incRef(MemorySegment.ofAddress(address));
+            Refs.incRef(MemorySegment.ofAddress(address));
             n++;
         }
         return n;
     }
 
     /** Instances Python has not freed yet. */
-    static int liveInstances() {
+    public static int liveInstances() {
         return INSTANCES.size();
     }
 
@@ -155,10 +165,10 @@ final class JavaTensorType {
                 MethodType.methodType(void.class, MemorySegment.class)), FunctionDescriptor.ofVoid(ADDRESS), global);
 
         MemorySegment methods = global.allocate(3 * METHOD_DEF_SIZE, 8); // the third, zeroed, ends the table
-        method(methods, 0, "__dlpack__", dlpack, CApi.METH_FASTCALL | CApi.METH_KEYWORDS,
+        method(methods, 0, "__dlpack__", dlpack, CpythonLayout.METH_FASTCALL | CpythonLayout.METH_KEYWORDS,
                 "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
                         + "A new DLPack capsule sharing the Java tensor's memory (a copy if copy=True).");
-        method(methods, 1, "__dlpack_device__", device, CApi.METH_NOARGS,
+        method(methods, 1, "__dlpack_device__", device, CpythonLayout.METH_NOARGS,
                 "__dlpack_device__($self, /)\n--\n\nThe (device_type, device_id) of the data.");
         MemorySegment slots = global.allocate(5 * SLOT_SIZE, 8); // the fifth, zeroed, ends the list
         slot(slots, 0, Py_tp_methods, methods);
@@ -173,9 +183,9 @@ final class JavaTensorType {
         // No tp_new (Python cannot make instances), no subclasses, no GC (instances hold no Python objects).
         spec.set(JAVA_INT, SPEC_FLAGS, Py_TPFLAGS_DISALLOW_INSTANTIATION);
         spec.set(ADDRESS, SPEC_SLOTS, slots);
-        MemorySegment t = Py.check((MemorySegment) CApi.PyType_FromSpec.invokeExact(spec));
+        MemorySegment t = PyErrors.check((MemorySegment) CApi.PyType_FromSpec.invokeExact(spec));
         try (Arena arena = Arena.ofConfined()) {
-            Py.check((int) CApi.PyObject_SetAttrString.invokeExact(t, arena.allocateFrom("__dlpack_c_exchange_api__"),
+            PyErrors.check((int) CApi.PyObject_SetAttrString.invokeExact(t, arena.allocateFrom("__dlpack_c_exchange_api__"),
                     ExchangeApiProducer.capsule()));
         }
         return t; // one reference, kept for the life of the process
@@ -183,8 +193,8 @@ final class JavaTensorType {
 
     /** {@code sys._is_gil_enabled()} is False (3.13 free-threaded builds). */
     private static boolean isFreeThreaded() throws Throwable {
-        MemorySegment sys = Py.importModule("sys");
-        try (PyObject s = PyObject.steal(sys)) {
+        MemorySegment sys = Names.importModule("sys");
+        try (PyObject s = PyObjects.steal(sys)) {
             if (!s.hasAttr("_is_gil_enabled")) {
                 return false;
             }
@@ -250,9 +260,9 @@ final class JavaTensorType {
     /** Sets {@code t} as the Python exception, never throwing (the caller returns to C next). */
     static void raise(Throwable t) {
         try {
-            Py.raise(exporterFailure(t));
+            PyErrors.raise(exporterFailure(t));
         } catch (Throwable ignored) {
-            // Py.raise sets a RuntimeError of its own when it fails; nothing may reach C.
+            // PyErrors.raise sets a RuntimeError of its own when it fails; nothing may reach C.
         }
     }
 
@@ -292,10 +302,10 @@ final class JavaTensorType {
                 if (in.deviceTuple.address() == 0) { // making it may run Python code, and so another thread
                     in.deviceTuple = made;
                 } else {
-                    Py.decRef(made);
+                    Refs.decRef(made);
                 }
             }
-            Py.incRef(in.deviceTuple);
+            Refs.incRef(in.deviceTuple);
             return in.deviceTuple;
         } catch (Throwable t) {
             raise(t);
@@ -308,12 +318,12 @@ final class JavaTensorType {
         try {
             Instance in = instance(self);
             if (in == null) {
-                return Py.newString("dlpack4j.Tensor(<released>)");
+                return Convert.newString("dlpack4j.Tensor(<released>)");
             }
             long[] shape = in.exporter.shape();
             String dims = shape.length == 1 ? "(" + shape[0] + ",)"
                     : Arrays.toString(shape).replace('[', '(').replace(']', ')');
-            return Py.newString("dlpack4j.Tensor(shape=" + dims + ", dtype=" + in.exporter.dtype() + ", device="
+            return Convert.newString("dlpack4j.Tensor(shape=" + dims + ", dtype=" + in.exporter.dtype() + ", device="
                     + in.exporter.device() + ((in.exporter.flags() & io.github.dlpack4j.DlpackFlags.READ_ONLY) != 0
                     ? ", read_only=True" : "") + ")");
         } catch (Throwable t) {
@@ -333,12 +343,12 @@ final class JavaTensorType {
             if (in == null) {
                 return;
             }
-            Py.keepingError(() -> {
+            PyErrors.keepingError(() -> {
                 if (in.view != null) {
                     Capsules.callDeleter(in.view, true);
                 }
                 if (in.deviceTuple.address() != 0) {
-                    Py.decRef(in.deviceTuple);
+                    Refs.decRef(in.deviceTuple);
                 }
                 if (in.owned != null) {
                     in.owned.close();

@@ -1,8 +1,9 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.interpreter;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.github.dlpack4j.python.Python;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -1,4 +1,4 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.interpreter;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -22,11 +22,11 @@ import java.util.concurrent.locks.LockSupport;
  * refuses and the closing thread takes the GIL itself (running the queued ones too), so a loop
  * over large tensors never piles memory up.
  */
-final class PendingReleases {
+public final class PendingReleases {
     /** The most bytes of tensor memory that queued deleters may hold. */
-    static final long MAX_DELETER_BYTES = 64L << 20;
+    public static final long MAX_DELETER_BYTES = 64L << 20;
     /** The most deleters queued (tensors whose bytes are counted low, slices of a large array, still hold memory). */
-    static final int MAX_DELETERS = 256;
+    public static final int MAX_DELETERS = 256;
     private static final long FLUSH_DELAY_NANOS = 20_000_000L;
     private static final VarHandle HEAD;
     private static final Thread FLUSHER = Thread.ofPlatform().daemon().name("dlpack4j-python-release").unstarted(PendingReleases::flushLoop);
@@ -50,17 +50,20 @@ final class PendingReleases {
      * Something to do with the GIL held, queued at most once. Each node carries the totals of the
      * deleters at and below it, so that the head alone tells what the queue holds.
      */
-    abstract static class Node {
+    public abstract static class Node {
+        /** A node not queued yet. */
+        protected Node() {}
+
         private Node next;
         private int deletersBelow;
         private long bytesBelow;
 
         /** Does it; the GIL is held. */
-        abstract void release();
+        protected abstract void release();
     }
 
     /** Queues a release that holds no tensor memory (a decref). */
-    static void defer(Node n) {
+    public static void defer(Node n) {
         Node h;
         do {
             h = head;
@@ -75,7 +78,7 @@ final class PendingReleases {
      * a bound: false then, and the caller runs it holding the GIL. {@code evenOverTheBound} queues it
      * anyway (a virtual thread, which may not take the GIL) and wakes the flusher.
      */
-    static boolean deferDeleter(Node n, long bytes, boolean evenOverTheBound) {
+    public static boolean deferDeleter(Node n, long bytes, boolean evenOverTheBound) {
         Node h;
         boolean over;
         do {
@@ -97,13 +100,13 @@ final class PendingReleases {
     }
 
     /** The bytes that queued deleters hold now. */
-    static long pendingDeleterBytes() {
+    public static long pendingDeleterBytes() {
         Node h = head;
         return h == null ? 0 : h.bytesBelow;
     }
 
     /** The number of deleters queued now. */
-    static int pendingDeleters() {
+    public static int pendingDeleters() {
         Node h = head;
         return h == null ? 0 : h.deletersBelow;
     }
@@ -112,8 +115,8 @@ final class PendingReleases {
      * Does everything queued so far; the caller holds the GIL. A release that throws is reported and
      * the others still run.
      */
-    static void drain() {
-        if (head == null || Python.isShuttingDown()) {
+    public static void drain() {
+        if (head == null || Shutdown.isShuttingDown()) {
             return;
         }
         for (Node n = (Node) HEAD.getAndSet((Node) null); n != null; ) {

@@ -1,4 +1,4 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.interpreter;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -95,11 +95,7 @@ record PythonLocator(String executable, int major, int minor, String prefix, Str
         int minor = Integer.parseInt(version[1]);
         checkVersion(major, minor, executable);
         if (kv.getOrDefault("gil_disabled", "False").equals("True")) {
-            // Refused before its library is loaded: a free-threaded build has no GIL for dlpack4j to
-            // hold, and its objects have another header (Py#checkObjectLayout, for attach()).
-            throw new IllegalStateException("Python at " + executable + " is a free-threaded build (Py_GIL_DISABLED), "
-                    + "which dlpack4j does not support: use a build of CPython with the GIL (e.g. python" + major + "."
-                    + minor + ", not python" + major + "." + minor + "t)");
+            throw FreeThreadedRefusal.ofExecutable(executable, major, minor); // before its library is loaded
         }
         Path library = findLibrary(kv);
         if (library == null) {

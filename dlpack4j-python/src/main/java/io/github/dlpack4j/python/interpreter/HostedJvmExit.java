@@ -1,9 +1,12 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.interpreter;
 
-import io.github.dlpack4j.Dlpack;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.IntSupplier;
 
 /**
- * When Python hosts the JVM ({@link Python#attach()}, e.g. under JPype), Python outlives it: the
+ * When Python hosts the JVM ({@link Interpreter#attach()}, e.g. under JPype), Python outlives it: the
  * host destroys the JVM (at exit, or earlier with {@code jpype.shutdownJVM()}), then Python frees
  * what is left, and anything of dlpack4j's that Python frees then would call into a JVM that is gone
  * (the process aborts in {@code UpcallLinker}). So, before the JVM goes, {@link #detach} hands
@@ -11,6 +14,10 @@ import io.github.dlpack4j.Dlpack;
  * deleter), and so does that of every later export; {@code dlpack4j.Tensor} objects and Java
  * functions, live and later, get a reference that is never dropped. What they hold is leaked to
  * the process's end.
+ *
+ * <p>This package knows only its own part of that ({@link JavaFunctions}); what else must be let
+ * go of (the DLPack exports and the {@code dlpack4j.Tensor} objects) is registered by its owners
+ * with {@link #onDetach}, before the host can exit.
  *
  * <p>Under JPype, {@link #register} adds a JPype shutdown hook: JPype runs its hooks on every
  * shutdown path (its {@code atexit} handler and an explicit {@code shutdownJVM()}), on their own
@@ -24,22 +31,51 @@ import io.github.dlpack4j.Dlpack;
  * still held then is rare: consume or drop capsules first, or set JPype's
  * {@code jpype.config.destroy_jvm = False}.
  */
-final class HostExit {
-    private HostExit() {}
+public final class HostedJvmExit {
+    /** One thing to let go of: its name in {@link #detach()}'s account, and the step, which returns how many. */
+    private record Step(String what, IntSupplier step) {}
+
+    private static final List<Step> STEPS = new CopyOnWriteArrayList<>();
+
+    private HostedJvmExit() {}
+
+    /**
+     * Adds a step to {@link #detach()}, run with the GIL held before this package's own (the Java
+     * functions), in the order added; each runs even if another failed. A step must hand over for
+     * good whatever of its owner would call into Java later, and return how many it handed over.
+     *
+     * @param what what the step lets go of, for the account ("exports", say)
+     * @param step the step
+     */
+    public static void onDetach(String what, IntSupplier step) {
+        STEPS.add(new Step(what, step));
+    }
 
     /** Arranges {@link #detach} before the host destroys the JVM; needs the GIL. */
-    static void register(Python py) {
+    static void register() {
         if (registerWithJpype()) {
             return;
         }
-        PyObject handler = py.function(args -> {
+        MemorySegment handler = JavaFunctions.create(args -> {
             detach();
             return null;
         });
-        try (PyObject atexit = py.importModule("atexit"); PyObject r = atexit.callMethod("register", handler)) {
-            // atexit keeps the handler; detach() keeps it from ever being freed
+        MemorySegment atexit = Names.importModule("atexit");
+        try {
+            MemorySegment register = Names.getAttr(atexit, "register");
+            MemorySegment callArgs = Convert.tuple(new MemorySegment[] {handler});
+            try {
+                // atexit keeps the handler; detach() keeps it from ever being freed
+                Refs.decRef(PyErrors.check((MemorySegment) CApi.PyObject_CallObject.invokeExact(register, callArgs)));
+            } finally {
+                Refs.decRef(callArgs);
+                Refs.decRef(register);
+            }
+        } catch (Throwable t) {
+            throw PyErrors.unchecked(t);
         } finally {
-            handler.close();
+            Refs.decRef(atexit);
+            Refs.decRef(handler);
         }
     }
 
@@ -51,7 +87,7 @@ final class HostExit {
             if (instance == null) {
                 return false;
             }
-            Thread hook = Thread.ofPlatform().name("dlpack4j-host-exit").unstarted(() -> Gil.with(HostExit::detach));
+            Thread hook = Thread.ofPlatform().name("dlpack4j-host-exit").unstarted(() -> Gil.with(HostedJvmExit::detach));
             context.getMethod("addShutdownHook", Thread.class).invoke(instance, hook);
             return true;
         } catch (ReflectiveOperationException | LinkageError | RuntimeException notJpype) {
@@ -62,17 +98,20 @@ final class HostExit {
     /**
      * Makes sure no Python object, capsule deleter or consumer calls into Java any more; holds the
      * GIL. Each step runs even if another failed.
+     *
+     * @return what was handed over, e.g. {@code "2 exports; 1 tensors; 0 functions; "}
      */
-    static String detach() {
-        Python.markHostExit();
+    public static String detach() {
+        Shutdown.markHostExit();
         StringBuilder done = new StringBuilder();
-        step(done, "exports", Dlpack::abandonLiveExports);
-        step(done, "tensors", JavaTensorType::keepAllAlive);
+        for (Step s : STEPS) {
+            step(done, s.what(), s.step());
+        }
         step(done, "functions", JavaFunctions::keepAllAlive);
         return done.toString();
     }
 
-    private static void step(StringBuilder done, String what, java.util.function.IntSupplier step) {
+    private static void step(StringBuilder done, String what, IntSupplier step) {
         try {
             done.append(step.getAsInt()).append(' ').append(what).append("; ");
         } catch (RuntimeException | Error e) {

@@ -1,4 +1,4 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.protocol;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -21,6 +21,10 @@ import io.github.dlpack4j.abi.DLPackExchangeAPI;
 import io.github.dlpack4j.abi.DLPackExchangeAPIHeader;
 import io.github.dlpack4j.abi.DLPackVersion;
 import io.github.dlpack4j.abi.DLTensor;
+import io.github.dlpack4j.python.PythonException;
+import io.github.dlpack4j.python.interpreter.CApi;
+import io.github.dlpack4j.python.interpreter.PyErrors;
+import io.github.dlpack4j.python.interpreter.RawMemory;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -45,7 +49,7 @@ import java.nio.charset.StandardCharsets;
  *   <li>{@code current_work_stream}: NULL, Java tensors having no streams.</li>
  * </ul>
  */
-final class ExchangeApiProducer {
+public final class ExchangeApiProducer {
     private static final MethodHandle SET_ERROR_INVOKER = Linker.nativeLinker().downcallHandle(DLPackExchangeAPI.SET_ERROR_FN);
     private static final MemorySegment TABLE;
     private static MemorySegment capsule;
@@ -83,14 +87,14 @@ final class ExchangeApiProducer {
     /** The {@code dlpack_exchange_api} capsule around the table, made once; needs the GIL. */
     static MemorySegment capsule() throws Throwable {
         if (capsule == null) {
-            capsule = Py.check((MemorySegment) CApi.PyCapsule_New.invokeExact(TABLE,
+            capsule = PyErrors.check((MemorySegment) CApi.PyCapsule_New.invokeExact(TABLE,
                     Arena.global().allocateFrom("dlpack_exchange_api"), MemorySegment.NULL));
         }
         return capsule;
     }
 
     /** The table's address, for tests. */
-    static MemorySegment table() {
+    public static MemorySegment table() {
         return TABLE;
     }
 
@@ -99,7 +103,7 @@ final class ExchangeApiProducer {
         if (pointer.address() == 0) {
             throw new PythonException("ValueError", "dlpack4j's exchange API was given a NULL pointer argument");
         }
-        return Py.at(pointer, size);
+        return RawMemory.at(pointer, size);
     }
 
     private static JavaTensorType.Instance instanceOf(MemorySegment obj) {
@@ -195,7 +199,7 @@ final class ExchangeApiProducer {
             if (in.view == null) { // the GIL, held by every caller, orders this
                 in.view = JavaTensorType.export(in, ExportRequest.VERSIONED);
             }
-            MemorySegment.copy(Py.at(in.view, DLManagedTensorVersioned.SIZE), DLManagedTensorVersioned.DL_TENSOR,
+            MemorySegment.copy(RawMemory.at(in.view, DLManagedTensorVersioned.SIZE), DLManagedTensorVersioned.DL_TENSOR,
                     result, 0, DLTensor.SIZE);
             return 0;
         } catch (Throwable t) {

@@ -1,4 +1,4 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.interpreter;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -6,7 +6,10 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import io.github.dlpack4j.python.PyObject;
+import java.lang.foreign.ValueLayout;
 import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
@@ -14,49 +17,43 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Java values to Python objects and back. Every method needs the GIL; Python objects are passed
- * as raw {@code PyObject*} and returned as new references.
+ * Java values to Python objects and back: numbers, strings, bytes, lists, tuples and dicts. Every
+ * method needs the GIL; Python objects are passed as raw {@code PyObject*} and returned as new
+ * references.
  */
-final class Convert {
-    private static final MemorySegment NONE = CApi.symbol("_Py_NoneStruct");
-    private static final MemorySegment TRUE = CApi.symbol("_Py_TrueStruct");
-    private static final MemorySegment FALSE = CApi.symbol("_Py_FalseStruct");
-    private static final MemorySegment LONG_TYPE = CApi.symbol("PyLong_Type");
-    private static final MemorySegment FLOAT_TYPE = CApi.symbol("PyFloat_Type");
-    private static final MemorySegment UNICODE_TYPE = CApi.symbol("PyUnicode_Type");
-    private static final MemorySegment BYTES_TYPE = CApi.symbol("PyBytes_Type");
-    private static final MemorySegment LIST_TYPE = CApi.symbol("PyList_Type");
-    private static final MemorySegment TUPLE_TYPE = CApi.symbol("PyTuple_Type");
-    private static final MemorySegment DICT_TYPE = CApi.symbol("PyDict_Type");
+public final class Convert {
+    private static final MemorySegment NONE = CpythonLayout.NONE;
+    private static final MemorySegment TRUE = CpythonLayout.TRUE;
+    private static final MemorySegment FALSE = CpythonLayout.FALSE;
 
     private Convert() {}
 
     /** A new reference to None. */
-    static MemorySegment none() {
-        Py.incRef(NONE);
+    public static MemorySegment none() {
+        Refs.incRef(NONE);
         return NONE;
     }
 
-    static boolean isNone(MemorySegment o) {
+    public static boolean isNone(MemorySegment o) {
         return o.address() == NONE.address();
     }
 
     /** A new Python object for a Java value (see {@link Python#toPython}). */
-    static MemorySegment toPython(Object v) {
+    public static MemorySegment toPython(Object v) {
         try {
             return switch (v) {
                 case null -> none();
-                case PyObject p -> p.newReference();
-                case Boolean b -> Py.check((MemorySegment) CApi.PyBool_FromLong.invokeExact(b ? 1L : 0L));
+                case PyObject p -> PyObjects.newReference(p);
+                case Boolean b -> PyErrors.check((MemorySegment) CApi.PyBool_FromLong.invokeExact(b ? 1L : 0L));
                 case Byte b -> fromLong(b);
                 case Short s -> fromLong(s);
                 case Integer i -> fromLong(i);
                 case Long l -> fromLong(l);
                 case BigInteger big -> bigInteger(big);
-                case Float f -> Py.check((MemorySegment) CApi.PyFloat_FromDouble.invokeExact((double) f));
-                case Double d -> Py.check((MemorySegment) CApi.PyFloat_FromDouble.invokeExact((double) d));
-                case CharSequence s -> Py.newString(s.toString());
-                case Character c -> Py.newString(c.toString());
+                case Float f -> PyErrors.check((MemorySegment) CApi.PyFloat_FromDouble.invokeExact((double) f));
+                case Double d -> PyErrors.check((MemorySegment) CApi.PyFloat_FromDouble.invokeExact((double) d));
+                case CharSequence s -> newString(s.toString());
+                case Character c -> newString(c.toString());
                 case byte[] bytes -> bytes(bytes);
                 case Map<?, ?> map -> dict(map);
                 case Collection<?> c -> list(c);
@@ -66,24 +63,24 @@ final class Convert {
                         + "byte[], List, Map, Object[] and PyObject");
             };
         } catch (Throwable t) {
-            throw Py.unchecked(t);
+            throw PyErrors.unchecked(t);
         }
     }
 
     private static MemorySegment fromLong(long v) throws Throwable {
-        return Py.check((MemorySegment) CApi.PyLong_FromLongLong.invokeExact(v));
+        return PyErrors.check((MemorySegment) CApi.PyLong_FromLongLong.invokeExact(v));
     }
 
     private static MemorySegment bigInteger(BigInteger v) throws Throwable {
-        MemorySegment builtins = Py.importModule("builtins");
-        MemorySegment intType = Py.getAttr(builtins, "int");
-        Py.decRef(builtins);
-        MemorySegment args = tuple(new MemorySegment[] {Py.newString(v.toString())}, true);
+        MemorySegment builtins = Names.importModule("builtins");
+        MemorySegment intType = Names.getAttr(builtins, "int");
+        Refs.decRef(builtins);
+        MemorySegment args = tuple(new MemorySegment[] {newString(v.toString())}, true);
         try {
-            return Py.check((MemorySegment) CApi.PyObject_CallObject.invokeExact(intType, args));
+            return PyErrors.check((MemorySegment) CApi.PyObject_CallObject.invokeExact(intType, args));
         } finally {
-            Py.decRef(args);
-            Py.decRef(intType);
+            Refs.decRef(args);
+            Refs.decRef(intType);
         }
     }
 
@@ -91,27 +88,27 @@ final class Convert {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buf = arena.allocate(Math.max(b.length, 1));
             MemorySegment.copy(b, 0, buf, JAVA_BYTE, 0, b.length);
-            return Py.check((MemorySegment) CApi.PyBytes_FromStringAndSize.invokeExact(buf, (long) b.length));
+            return PyErrors.check((MemorySegment) CApi.PyBytes_FromStringAndSize.invokeExact(buf, (long) b.length));
         }
     }
 
     private static MemorySegment list(Collection<?> c) throws Throwable {
-        MemorySegment list = Py.check((MemorySegment) CApi.PyList_New.invokeExact((long) c.size()));
+        MemorySegment list = PyErrors.check((MemorySegment) CApi.PyList_New.invokeExact((long) c.size()));
         long i = 0;
         try {
             for (Object item : c) {
                 MemorySegment o = toPython(item);
-                Py.check((int) CApi.PyList_SetItem.invokeExact(list, i++, o)); // steals o
+                PyErrors.check((int) CApi.PyList_SetItem.invokeExact(list, i++, o)); // steals o
             }
         } catch (Throwable t) {
-            Py.decRef(list);
+            Refs.decRef(list);
             throw t;
         }
         return list;
     }
 
     private static MemorySegment dict(Map<?, ?> map) throws Throwable {
-        MemorySegment dict = Py.check((MemorySegment) CApi.PyDict_New.invokeExact());
+        MemorySegment dict = PyErrors.check((MemorySegment) CApi.PyDict_New.invokeExact());
         try {
             for (Map.Entry<?, ?> e : map.entrySet()) {
                 MemorySegment k = toPython(e.getKey());
@@ -119,44 +116,44 @@ final class Convert {
                 try {
                     v = toPython(e.getValue());
                 } catch (Throwable t) {
-                    Py.decRef(k);
+                    Refs.decRef(k);
                     throw t;
                 }
                 int status = (int) CApi.PyDict_SetItem.invokeExact(dict, k, v);
-                Py.decRef(k);
-                Py.decRef(v);
-                Py.check(status);
+                Refs.decRef(k);
+                Refs.decRef(v);
+                PyErrors.check(status);
             }
         } catch (Throwable t) {
-            Py.decRef(dict);
+            Refs.decRef(dict);
             throw t;
         }
         return dict;
     }
 
     /** A new tuple of new references to {@code items} (the items are borrowed). */
-    static MemorySegment tuple(MemorySegment[] items) {
+    public static MemorySegment tuple(MemorySegment[] items) {
         return tuple(items, false);
     }
 
     /** A new tuple; {@code steal} means the items' references are taken over. */
-    static MemorySegment tuple(MemorySegment[] items, boolean steal) {
+    public static MemorySegment tuple(MemorySegment[] items, boolean steal) {
         try {
-            MemorySegment t = Py.check((MemorySegment) CApi.PyTuple_New.invokeExact((long) items.length));
+            MemorySegment t = PyErrors.check((MemorySegment) CApi.PyTuple_New.invokeExact((long) items.length));
             for (int i = 0; i < items.length; i++) {
                 if (!steal) {
-                    Py.incRef(items[i]);
+                    Refs.incRef(items[i]);
                 }
-                Py.check((int) CApi.PyTuple_SetItem.invokeExact(t, (long) i, items[i]));
+                PyErrors.check((int) CApi.PyTuple_SetItem.invokeExact(t, (long) i, items[i]));
             }
             return t;
         } catch (Throwable t) {
-            throw Py.unchecked(t);
+            throw PyErrors.unchecked(t);
         }
     }
 
     /** A new tuple of Java values converted to Python. */
-    static MemorySegment tupleOf(Object[] values) {
+    public static MemorySegment tupleOf(Object[] values) {
         MemorySegment[] items = new MemorySegment[values.length];
         try {
             for (int i = 0; i < values.length; i++) {
@@ -165,7 +162,7 @@ final class Convert {
         } catch (RuntimeException e) {
             for (MemorySegment o : items) {
                 if (o != null) {
-                    Py.decRef(o);
+                    Refs.decRef(o);
                 }
             }
             throw e;
@@ -174,7 +171,7 @@ final class Convert {
     }
 
     private static boolean isInstance(MemorySegment o, MemorySegment type) throws Throwable {
-        return Py.check((int) CApi.PyObject_IsInstance.invokeExact(o, type)) == 1;
+        return PyErrors.check((int) CApi.PyObject_IsInstance.invokeExact(o, type)) == 1;
     }
 
     /**
@@ -182,7 +179,7 @@ final class Convert {
      * BigInteger beyond 64 bits), float → Double, str → String, bytes → byte[], list and tuple →
      * List, dict → Map; anything else → a {@link PyObject} holding a new reference.
      */
-    static Object toJava(MemorySegment o) {
+    public static Object toJava(MemorySegment o) {
         // Kept small so that callers inline it and their downcalls stay fast; the rest is out of line.
         long a = o.address();
         if (a == NONE.address()) {
@@ -196,42 +193,42 @@ final class Convert {
 
     private static Object toJavaObject(MemorySegment o) {
         try {
-            if (isInstance(o, LONG_TYPE)) {
+            if (isInstance(o, CpythonLayout.LONG_TYPE)) {
                 long v = (long) CApi.PyLong_AsLongLong.invokeExact(o);
                 if (v == -1 && ((MemorySegment) CApi.PyErr_Occurred.invokeExact()).address() != 0) {
-                    Py.clearError();
-                    return new BigInteger(Py.str(o));
+                    PyErrors.clearError();
+                    return new BigInteger(str(o));
                 }
                 return v;
             }
-            if (isInstance(o, FLOAT_TYPE)) {
+            if (isInstance(o, CpythonLayout.FLOAT_TYPE)) {
                 return (double) CApi.PyFloat_AsDouble.invokeExact(o);
             }
-            if (isInstance(o, UNICODE_TYPE)) {
-                return Py.toJavaString(o);
+            if (isInstance(o, CpythonLayout.UNICODE_TYPE)) {
+                return toJavaString(o);
             }
-            if (isInstance(o, BYTES_TYPE)) {
+            if (isInstance(o, CpythonLayout.BYTES_TYPE)) {
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment buf = arena.allocate(ADDRESS);
                     MemorySegment len = arena.allocate(JAVA_LONG);
-                    Py.check((int) CApi.PyBytes_AsStringAndSize.invokeExact(o, buf, len));
+                    PyErrors.check((int) CApi.PyBytes_AsStringAndSize.invokeExact(o, buf, len));
                     return buf.get(ADDRESS, 0).reinterpret(len.get(JAVA_LONG, 0)).toArray(JAVA_BYTE);
                 }
             }
-            if (isInstance(o, LIST_TYPE) || isInstance(o, TUPLE_TYPE)) {
-                long n = Py.checkSize((long) CApi.PySequence_Size.invokeExact(o));
+            if (isInstance(o, CpythonLayout.LIST_TYPE) || isInstance(o, CpythonLayout.TUPLE_TYPE)) {
+                long n = PyErrors.checkSize((long) CApi.PySequence_Size.invokeExact(o));
                 List<Object> out = new ArrayList<>((int) n);
                 for (long i = 0; i < n; i++) {
-                    MemorySegment item = Py.check((MemorySegment) CApi.PySequence_GetItem.invokeExact(o, i));
+                    MemorySegment item = PyErrors.check((MemorySegment) CApi.PySequence_GetItem.invokeExact(o, i));
                     try {
                         out.add(toJava(item));
                     } finally {
-                        Py.decRef(item);
+                        Refs.decRef(item);
                     }
                 }
                 return out;
             }
-            if (isInstance(o, DICT_TYPE)) {
+            if (isInstance(o, CpythonLayout.DICT_TYPE)) {
                 Map<Object, Object> out = new LinkedHashMap<>();
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment pos = arena.allocate(JAVA_LONG);
@@ -243,10 +240,57 @@ final class Convert {
                 }
                 return out;
             }
-            Py.incRef(o);
-            return PyObject.steal(o);
+            Refs.incRef(o);
+            return PyObjects.steal(o);
         } catch (Throwable t) {
-            throw Py.unchecked(t);
+            throw PyErrors.unchecked(t);
+        }
+    }
+
+    /** {@code int(o)} through {@code __index__}; Python's own TypeError or OverflowError if it has none or is too big. */
+    public static long asLong(MemorySegment o) throws Throwable {
+        long v = (long) CApi.PyLong_AsLongLong.invokeExact(o);
+        if (v == -1 && ((MemorySegment) CApi.PyErr_Occurred.invokeExact()).address() != 0) {
+            throw PyErrors.fetchError();
+        }
+        return v;
+    }
+
+    /** A new {@code str}. */
+    public static MemorySegment newString(String s) {
+        byte[] utf8 = s.getBytes(StandardCharsets.UTF_8);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(Math.max(utf8.length, 1));
+            MemorySegment.copy(utf8, 0, buf, ValueLayout.JAVA_BYTE, 0, utf8.length);
+            return PyErrors.check((MemorySegment) CApi.PyUnicode_FromStringAndSize.invokeExact(buf, (long) utf8.length));
+        } catch (Throwable t) {
+            throw PyErrors.unchecked(t);
+        }
+    }
+
+    /** The Java string of a Python {@code str}. */
+    public static String toJavaString(MemorySegment str) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment size = arena.allocate(JAVA_LONG);
+            MemorySegment chars = PyErrors.check((MemorySegment) CApi.PyUnicode_AsUTF8AndSize.invokeExact(str, size));
+            long n = size.get(JAVA_LONG, 0);
+            return new String(chars.reinterpret(n).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
+        } catch (Throwable t) {
+            throw PyErrors.unchecked(t);
+        }
+    }
+
+    /** {@code str(o)} as a Java string. */
+    public static String str(MemorySegment o) {
+        try {
+            MemorySegment s = PyErrors.check((MemorySegment) CApi.PyObject_Str.invokeExact(o));
+            try {
+                return toJavaString(s);
+            } finally {
+                Refs.decRef(s);
+            }
+        } catch (Throwable t) {
+            throw PyErrors.unchecked(t);
         }
     }
 }

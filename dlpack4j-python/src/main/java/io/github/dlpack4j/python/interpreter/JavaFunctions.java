@@ -1,8 +1,10 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.interpreter;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
+import io.github.dlpack4j.python.PyObject;
+import io.github.dlpack4j.python.PythonFunction;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -17,7 +19,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * the process, with the function's id in the callable's {@code self}, so no Java
  * object address ever reaches C. The id sits in a capsule whose destructor forgets the function.
  */
-final class JavaFunctions {
+public final class JavaFunctions {
     /** A live function and its {@code self} capsule. */
     private record Entry(PythonFunction fn, long capsule) {}
 
@@ -40,7 +42,7 @@ final class JavaFunctions {
             METHOD_DEF = Arena.global().allocate(32, 8);
             METHOD_DEF.set(ADDRESS, 0, Arena.global().allocateFrom("java_function"));
             METHOD_DEF.set(ADDRESS, 8, stub);
-            METHOD_DEF.set(JAVA_INT, 16, CApi.METH_VARARGS);
+            METHOD_DEF.set(JAVA_INT, 16, CpythonLayout.METH_VARARGS);
             METHOD_DEF.set(ADDRESS, 24, Arena.global().allocateFrom("A Java function (dlpack4j)."));
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
@@ -50,24 +52,24 @@ final class JavaFunctions {
     private JavaFunctions() {}
 
     /** A new Python callable for {@code fn}; needs the GIL. The function lives as long as the callable. */
-    static MemorySegment create(PythonFunction fn) {
+    public static MemorySegment create(PythonFunction fn) {
         long id = IDS.incrementAndGet();
         try {
             // The capsule's destructor forgets the function when Python frees the callable.
-            MemorySegment self = Py.check((MemorySegment) CApi.PyCapsule_New.invokeExact(
+            MemorySegment self = PyErrors.check((MemorySegment) CApi.PyCapsule_New.invokeExact(
                     MemorySegment.ofAddress(id), MemorySegment.NULL, CAPSULE_DESTRUCTOR));
             FUNCTIONS.put(id, new Entry(fn, self.address()));
-            if (Python.isShuttingDown()) {
-                Py.incRef(self); // made after the host let go of Java (HostExit): never to be freed
+            if (Shutdown.isShuttingDown()) {
+                Refs.incRef(self); // made after the host let go of Java (HostedJvmExit): never to be freed
             }
             try {
-                return Py.check((MemorySegment) CApi.PyCFunction_NewEx.invokeExact(METHOD_DEF, self, MemorySegment.NULL));
+                return PyErrors.check((MemorySegment) CApi.PyCFunction_NewEx.invokeExact(METHOD_DEF, self, MemorySegment.NULL));
             } finally {
-                Py.decRef(self);
+                Refs.decRef(self);
             }
         } catch (Throwable t) {
             FUNCTIONS.remove(id);
-            throw Py.unchecked(t);
+            throw PyErrors.unchecked(t);
         }
     }
 
@@ -78,7 +80,7 @@ final class JavaFunctions {
     static int keepAllAlive() {
         int n = 0;
         for (Entry e : FUNCTIONS.values()) {
-            Py.incRef(MemorySegment.ofAddress(e.capsule()));
+            Refs.incRef(MemorySegment.ofAddress(e.capsule()));
             n++;
         }
         return n;
@@ -90,7 +92,7 @@ final class JavaFunctions {
             FUNCTIONS.remove(((MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(capsule, MemorySegment.NULL)).address());
         } catch (Throwable ignored) {
             try {
-                Py.clearError(); // a leaked map entry is all that can go wrong here
+                PyErrors.clearError(); // a leaked map entry is all that can go wrong here
             } catch (Throwable alsoIgnored) {
                 // nothing may reach C
             }
@@ -106,15 +108,15 @@ final class JavaFunctions {
             if (fn == null) {
                 throw new IllegalStateException("Java function " + id + " is gone");
             }
-            long n = Py.checkSize((long) CApi.PySequence_Size.invokeExact(args));
+            long n = PyErrors.checkSize((long) CApi.PySequence_Size.invokeExact(args));
             PyObject[] javaArgs = new PyObject[(int) n];
             for (int i = 0; i < n; i++) {
-                javaArgs[i] = PyObject.stealChecked((MemorySegment) CApi.PySequence_GetItem.invokeExact(args, (long) i));
+                javaArgs[i] = PyObjects.stealChecked((MemorySegment) CApi.PySequence_GetItem.invokeExact(args, (long) i));
             }
             Object result = fn.call(javaArgs);
             return Convert.toPython(result);
         } catch (Throwable t) {
-            Py.raise(t);
+            PyErrors.raise(t);
             return MemorySegment.NULL;
         }
     }

@@ -1,5 +1,10 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.protocol;
 
+import io.github.dlpack4j.python.PyObject;
+import io.github.dlpack4j.python.interpreter.CApi;
+import io.github.dlpack4j.python.interpreter.CpythonLayout;
+import io.github.dlpack4j.python.interpreter.PyObjects;
+import io.github.dlpack4j.python.interpreter.Refs;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
@@ -11,29 +16,30 @@ import java.util.function.Function;
  * address cannot come back as another type's. Every method needs the GIL.
  *
  * @param type  the type, kept alive by the cache
+ * @param typeAddress its address, compared on every import
  * @param api   its exchange API, or null
  * @param torch the checks for a {@code torch.Tensor} type, or null
  */
-record ProducerType(PyObject type, ExchangeApi api, TorchChecks torch) {
+public record ProducerType(PyObject type, long typeAddress, ExchangeTable api, TorchChecks torch) {
     private static final ConcurrentHashMap<Long, ProducerType> BY_TYPE = new ConcurrentHashMap<>();
 
     /** The type most recently looked up: imports usually repeat a type. */
     private static volatile ProducerType last;
 
     /** The facts of {@code obj}'s type (a borrowed object pointer). */
-    static ProducerType of(MemorySegment obj) throws Throwable {
-        long type = Py.typeOf(obj);
+    public static ProducerType of(MemorySegment obj) throws Throwable {
+        long type = CpythonLayout.typeOf(obj);
         ProducerType l = last;
-        if (l != null && l.type.borrow().address() == type) {
+        if (l != null && l.typeAddress == type) {
             return l;
         }
         ProducerType found = BY_TYPE.get(type);
         if (found == null) {
             MemorySegment t = MemorySegment.ofAddress(type);
-            Py.incRef(t);
-            PyObject kept = PyObject.steal(t); // the cache keeps this reference for good
+            Refs.incRef(t);
+            PyObject kept = PyObjects.steal(t); // the cache keeps this reference for good
             TorchChecks torch = TorchChecks.forType(kept);
-            found = new ProducerType(kept, ExchangeApi.discover(kept, torch).orElse(null), torch);
+            found = new ProducerType(kept, type, ExchangeTable.discover(kept, torch).orElse(null), torch);
             BY_TYPE.put(type, found);
         }
         last = found;
@@ -46,9 +52,9 @@ record ProducerType(PyObject type, ExchangeApi api, TorchChecks torch) {
      */
     static <T> T firstInMro(PyObject type, Function<PyObject, T> test) throws Throwable {
         try (PyObject mro = type.attr("__mro__")) {
-            long n = (long) CApi.PySequence_Size.invokeExact(mro.borrow());
+            long n = (long) CApi.PySequence_Size.invokeExact(PyObjects.borrow(mro));
             for (long i = 0; i < n; i++) {
-                try (PyObject c = PyObject.stealChecked((MemorySegment) CApi.PySequence_GetItem.invokeExact(mro.borrow(), i))) {
+                try (PyObject c = PyObjects.stealChecked((MemorySegment) CApi.PySequence_GetItem.invokeExact(PyObjects.borrow(mro), i))) {
                     T answer = test.apply(c);
                     if (answer != null) {
                         return answer;

@@ -1,8 +1,15 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.protocol;
 
 import static java.lang.foreign.ValueLayout.JAVA_BOOLEAN;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import io.github.dlpack4j.python.PyObject;
+import io.github.dlpack4j.python.interpreter.CApi;
+import io.github.dlpack4j.python.interpreter.Names;
+import io.github.dlpack4j.python.interpreter.NativeLibrary;
+import io.github.dlpack4j.python.interpreter.PyErrors;
+import io.github.dlpack4j.python.interpreter.PyObjects;
+import io.github.dlpack4j.python.interpreter.RawMemory;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -131,7 +138,7 @@ final class TorchBits {
             found = search();
             unavailable = null;
         } catch (Throwable e) {
-            Py.clearError();
+            PyErrors.clearError();
             if (found == null) {
                 unavailable = e.getMessage() == null ? e.toString() : e.getMessage();
             }
@@ -149,7 +156,7 @@ final class TorchBits {
 
     /** The {@code TensorImpl*} of {@code tensor}, a live {@code torch.Tensor}. */
     private long impl(MemorySegment tensor) {
-        return Py.word(tensor.address() + tensorOffset);
+        return RawMemory.word(tensor.address() + tensorOffset);
     }
 
     /** {@code tensor.requires_grad}, read from its autograd metadata. */
@@ -168,27 +175,27 @@ final class TorchBits {
     }
 
     private long keySet(MemorySegment tensor) {
-        return Py.word(impl(tensor) + keySetOffset);
+        return RawMemory.word(impl(tensor) + keySetOffset);
     }
 
     /** Finds the bits' places anew (not cached); {@link #find} caches its answer. */
     static TorchBits search() throws Throwable {
-        try (PyObject globals = PyObject.stealChecked((MemorySegment) CApi.PyDict_New.invokeExact());
-             PyObject builtins = PyObject.stealChecked(Py.importModule("builtins"))) {
+        try (PyObject globals = PyObjects.stealChecked((MemorySegment) CApi.PyDict_New.invokeExact());
+             PyObject builtins = PyObjects.stealChecked(Names.importModule("builtins"))) {
             try (Arena arena = Arena.ofConfined()) {
-                Py.check((int) CApi.PyDict_SetItemString.invokeExact(globals.borrow(), arena.allocateFrom("__builtins__"),
-                        builtins.borrow()));
-                PyObject.stealChecked((MemorySegment) CApi.PyRun_String.invokeExact(arena.allocateFrom(SAMPLES),
-                        CApi.Py_file_input, globals.borrow(), globals.borrow())).close();
+                PyErrors.check((int) CApi.PyDict_SetItemString.invokeExact(PyObjects.borrow(globals), arena.allocateFrom("__builtins__"),
+                        PyObjects.borrow(builtins)));
+                PyObjects.stealChecked((MemorySegment) CApi.PyRun_String.invokeExact(arena.allocateFrom(SAMPLES),
+                        CApi.Py_file_input, PyObjects.borrow(globals), PyObjects.borrow(globals))).close();
             }
             List<Sample> samples = new ArrayList<>();
             try (PyObject rows = globals.get("rows")) {
-                long n = (long) CApi.PySequence_Size.invokeExact(rows.borrow());
+                long n = (long) CApi.PySequence_Size.invokeExact(PyObjects.borrow(rows));
                 for (long i = 0; i < n; i++) {
                     try (PyObject row = rows.get(i); PyObject t = row.get(0); PyObject cdata = row.get(1);
                          PyObject keys = row.get(2); PyObject rg = row.get(3); PyObject conj = row.get(4);
                          PyObject neg = row.get(5)) {
-                        samples.add(new Sample(t.borrow().address(), cdata.asLong(), keys.asLong(), rg.asBoolean(),
+                        samples.add(new Sample(PyObjects.borrow(t).address(), cdata.asLong(), keys.asLong(), rg.asBoolean(),
                                 conj.asBoolean(), neg.asBoolean()));
                     }
                 }
@@ -244,7 +251,7 @@ final class TorchBits {
         for (int offset = from; offset < to; offset += 8) {
             boolean all = true;
             for (Sample s : samples) {
-                if (Py.word(base.applyAsLong(s) + offset) != expected.applyAsLong(s)) {
+                if (RawMemory.word(base.applyAsLong(s) + offset) != expected.applyAsLong(s)) {
                     all = false;
                     break;
                 }

@@ -1,4 +1,4 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.interpreter;
 
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -26,7 +26,7 @@ import java.util.function.Supplier;
  * <p>Virtual threads are refused: one may move to another OS thread while it holds the GIL, which
  * would leave CPython's thread state on the wrong thread.
  */
-final class Gil {
+public final class Gil {
     /** What {@link #acquire} returns inside a scope: nothing was taken, nothing is given back. */
     private static final int SCOPED = -1; // PyGILState_STATE is 0 (LOCKED) or 1 (UNLOCKED)
 
@@ -50,7 +50,7 @@ final class Gil {
     private Gil() {}
 
     /** Takes the GIL (or finds it held by this thread's scope); pass the result to {@link #release}. */
-    static int acquire() {
+    public static int acquire() {
         PerThread t = THREAD.get();
         if (t.scopes != 0 && isHeld()) {
             PendingReleases.drain(); // other threads' closes run here, not 20 ms later
@@ -78,19 +78,19 @@ final class Gil {
             PendingReleases.drain();
             return state;
         } catch (Throwable e) {
-            throw Py.unchecked(e);
+            throw PyErrors.unchecked(e);
         }
     }
 
     /** Releases what {@link #acquire} took. */
-    static void release(int state) {
+    public static void release(int state) {
         if (state == SCOPED) {
             return;
         }
         try {
             CApi.PyGILState_Release.invokeExact(state);
         } catch (Throwable e) {
-            throw Py.unchecked(e);
+            throw PyErrors.unchecked(e);
         } finally {
             ENTERED.decrementAndGet();
         }
@@ -98,17 +98,17 @@ final class Gil {
 
     /**
      * Counts this thread in before it waits for the GIL: from here until it gave the GIL back, a
-     * JVM exit would stop it waiting for or holding it ({@link EmbeddedExit}). The count is raised
+     * JVM exit would stop it waiting for or holding it ({@link EmbeddedPythonExit}). The count is raised
      * before the exit's flag is read, and the exit sets its flag before it reads the count, so one
      * of the two always sees the other (both are sequentially consistent).
      */
     private static void enter() {
         ENTERED.incrementAndGet();
-        EmbeddedExit.checkEntry();
+        EmbeddedPythonExit.checkEntry();
     }
 
     /** {@return the Java threads that wait for the GIL or hold it through dlpack4j now} */
-    static int entered() {
+    public static int entered() {
         return ENTERED.get();
     }
 
@@ -116,12 +116,12 @@ final class Gil {
      * Runs {@code body} holding the GIL on dlpack4j's own account (the release flusher, a close
      * past the release queue's bound), unless the JVM's shutdown began: the shutdown hook waits for
      * such holds, so that the JVM never stops one of our threads holding the GIL
-     * ({@link Python#enterInternalHold()}). Taking the GIL runs the queued releases first.
+     * ({@link Shutdown#enterInternalHold()}). Taking the GIL runs the queued releases first.
      *
      * @return whether {@code body} ran
      */
-    static boolean runOwnHold(Runnable body) {
-        if (!Python.enterInternalHold()) {
+    public static boolean runOwnHold(Runnable body) {
+        if (!Shutdown.enterInternalHold()) {
             return false;
         }
         try {
@@ -132,14 +132,14 @@ final class Gil {
                 release(g);
             }
         } finally {
-            Python.exitInternalHold();
+            Shutdown.exitInternalHold();
         }
         return true;
     }
 
     /** A body run with the GIL held; may call the C API and throw what its downcalls declare. */
     @FunctionalInterface
-    interface Body<T> {
+    public interface Body<T> {
         T run() throws Throwable;
     }
 
@@ -148,12 +148,12 @@ final class Gil {
      * path: the hot ones ({@link PyObject#call}, {@link PyObject#invoke}) spell the same out, so
      * that their downcalls are compiled inline.
      */
-    static <T> T with(Body<T> body) {
+    public static <T> T with(Body<T> body) {
         int g = acquire();
         try {
             return body.run();
         } catch (Throwable t) {
-            throw Py.unchecked(t);
+            throw PyErrors.unchecked(t);
         } finally {
             release(g);
         }
@@ -163,7 +163,7 @@ final class Gil {
      * {@link Python#withGil(Supplier)}: the GIL for the whole of {@code body}. A nested scope finds
      * it held and only counts; the outermost one gives it back however the body ends.
      */
-    static <T> T scope(Supplier<T> body) {
+    public static <T> T scope(Supplier<T> body) {
         PerThread t = THREAD.get();
         int g = acquire();
         t.scopes++;
@@ -180,7 +180,7 @@ final class Gil {
      * takes it back with the same thread state after; calls inside take it for themselves, as
      * outside any scope. A thread that does not hold the GIL just runs {@code body}.
      */
-    static void allowThreads(Runnable body) {
+    public static void allowThreads(Runnable body) {
         if (!isHeld()) {
             body.run();
             return;
@@ -191,7 +191,7 @@ final class Gil {
         try {
             saved = (MemorySegment) CApi.PyEval_SaveThread.invokeExact();
         } catch (Throwable e) {
-            throw Py.unchecked(e);
+            throw PyErrors.unchecked(e);
         }
         t.scopes = 0;
         try {
@@ -201,7 +201,7 @@ final class Gil {
             try {
                 CApi.PyEval_RestoreThread.invokeExact(saved);
             } catch (Throwable e) {
-                throw Py.unchecked(e);
+                throw PyErrors.unchecked(e);
             }
         }
     }
@@ -212,7 +212,7 @@ final class Gil {
      * code that called back into Java. Python code further down this thread's stack takes the GIL
      * back as soon as the Java code returns, so taking it here adds no wait that was not coming.
      */
-    static boolean isPythonThread() {
+    public static boolean isPythonThread() {
         return !THREAD.get().pinned && hasThreadState();
     }
 
@@ -225,16 +225,16 @@ final class Gil {
         try {
             return ((MemorySegment) CApi.PyGILState_GetThisThreadState.invokeExact()).address() != 0;
         } catch (Throwable e) {
-            throw Py.unchecked(e);
+            throw PyErrors.unchecked(e);
         }
     }
 
     /** Whether the current thread holds the GIL now (a critical downcall: no transition, a few ns). */
-    static boolean isHeld() {
+    public static boolean isHeld() {
         try {
             return (int) CApi.PyGILState_Check.invokeExact() == 1;
         } catch (Throwable e) {
-            throw Py.unchecked(e);
+            throw PyErrors.unchecked(e);
         }
     }
 }

@@ -1,8 +1,16 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.protocol;
 
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.DataTypeCode;
 import io.github.dlpack4j.DlpackException;
+import io.github.dlpack4j.python.PyObject;
+import io.github.dlpack4j.python.PythonException;
+import io.github.dlpack4j.python.interpreter.CApi;
+import io.github.dlpack4j.python.interpreter.CpythonLayout;
+import io.github.dlpack4j.python.interpreter.Names;
+import io.github.dlpack4j.python.interpreter.PyErrors;
+import io.github.dlpack4j.python.interpreter.PyObjects;
+import io.github.dlpack4j.python.interpreter.Refs;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -24,8 +32,8 @@ import java.lang.foreign.ValueLayout;
  * <p>Every method needs the GIL.
  */
 final class TorchChecks {
-    private static final MemorySegment TRUE = CApi.symbol("_Py_TrueStruct");
-    private static final MemorySegment FALSE = CApi.symbol("_Py_FalseStruct");
+    private static final MemorySegment TRUE = CpythonLayout.TRUE;
+    private static final MemorySegment FALSE = CpythonLayout.FALSE;
     /** Per thread: the one-element argument array of {@code t.is_conj()} and {@code t.is_neg()}. */
     private static final ThreadLocal<MemorySegment> SELF = ThreadLocal.withInitial(
             () -> Arena.ofAuto().allocate(ValueLayout.ADDRESS));
@@ -67,14 +75,14 @@ final class TorchChecks {
                 return false;
             }
         }
-        try (PyObject sys = PyObject.steal(Py.importModule("sys")); PyObject modules = sys.attr("modules")) {
+        try (PyObject sys = PyObjects.steal(Names.importModule("sys")); PyObject modules = sys.attr("modules")) {
             try (PyObject imported = modules.callMethod("__contains__", "torch")) {
                 if (!imported.asBoolean()) {
                     return false;
                 }
             }
             try (PyObject torch = modules.get("torch"); PyObject tensor = torch.attr("Tensor")) {
-                return tensor.borrow().address() == cls.borrow().address();
+                return PyObjects.borrow(tensor).address() == PyObjects.borrow(cls).address();
             }
         }
     }
@@ -151,7 +159,7 @@ final class TorchChecks {
         try {
             fix = fixFor(tensor);
         } catch (RuntimeException e) {
-            Py.clearError();
+            PyErrors.clearError();
             return null;
         }
         return fix == null ? null : new DlpackException(fix + " (torch: " + producerError.pythonType() + ": "
@@ -203,19 +211,19 @@ final class TorchChecks {
         if (result.address() == FALSE.address()) {
             return false;
         }
-        Py.check(result);
+        PyErrors.check(result);
         try {
-            return Py.check((int) CApi.PyObject_IsTrue.invokeExact(result)) == 1;
+            return PyErrors.check((int) CApi.PyObject_IsTrue.invokeExact(result)) == 1;
         } finally {
-            Py.decRef(result);
+            Refs.decRef(result);
         }
     }
 
     private static MemorySegment intern(String name) {
         try {
-            return Py.check((MemorySegment) CApi.PyUnicode_InternFromString.invokeExact(Arena.global().allocateFrom(name)));
+            return PyErrors.check((MemorySegment) CApi.PyUnicode_InternFromString.invokeExact(Arena.global().allocateFrom(name)));
         } catch (Throwable t) {
-            throw Py.unchecked(t);
+            throw PyErrors.unchecked(t);
         }
     }
 }

@@ -1,4 +1,4 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.protocol;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 
@@ -7,6 +7,13 @@ import io.github.dlpack4j.DeviceType;
 import io.github.dlpack4j.DlpackExporter;
 import io.github.dlpack4j.DlpackFlags;
 import io.github.dlpack4j.ExportRequest;
+import io.github.dlpack4j.python.PythonException;
+import io.github.dlpack4j.python.interpreter.CApi;
+import io.github.dlpack4j.python.interpreter.Convert;
+import io.github.dlpack4j.python.interpreter.CpythonLayout;
+import io.github.dlpack4j.python.interpreter.PyErrors;
+import io.github.dlpack4j.python.interpreter.RawMemory;
+import io.github.dlpack4j.python.interpreter.Refs;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
@@ -29,10 +36,10 @@ import java.lang.foreign.MemorySegment;
  * a 0.x maximum, selects the legacy one. Needs the GIL.
  */
 final class DlpackArguments {
-    private static final MemorySegment NONE = CApi.symbol("_Py_NoneStruct");
-    private static final MemorySegment TRUE = CApi.symbol("_Py_TrueStruct");
-    private static final MemorySegment FALSE = CApi.symbol("_Py_FalseStruct");
-    private static final MemorySegment UNICODE_TYPE = CApi.symbol("PyUnicode_Type");
+    private static final MemorySegment NONE = CpythonLayout.NONE;
+    private static final MemorySegment TRUE = CpythonLayout.TRUE;
+    private static final MemorySegment FALSE = CpythonLayout.FALSE;
+    private static final MemorySegment UNICODE_TYPE = CpythonLayout.UNICODE_TYPE;
     private static final String[] NAMES = {"stream", "max_version", "dl_device", "copy"};
     private static final int STREAM = 0;
     private static final int MAX_VERSION = 1;
@@ -46,7 +53,7 @@ final class DlpackArguments {
         try {
             for (int i = 0; i < NAMES.length; i++) {
                 C_NAMES[i] = Arena.global().allocateFrom(NAMES[i]);
-                INTERNED[i] = Py.check((MemorySegment) CApi.PyUnicode_InternFromString.invokeExact(C_NAMES[i])).address();
+                INTERNED[i] = PyErrors.check((MemorySegment) CApi.PyUnicode_InternFromString.invokeExact(C_NAMES[i])).address();
             }
         } catch (Throwable t) {
             throw new ExceptionInInitializerError(t);
@@ -75,14 +82,14 @@ final class DlpackArguments {
         if (kwnames != 0) {
             int[] keywords = keywords(kwnames);
             for (int i = 0; i < keywords.length; i++) {
-                long value = Py.word(args + i * ADDRESS.byteSize());
+                long value = RawMemory.word(args + i * ADDRESS.byteSize());
                 switch (keywords[i]) {
                     case STREAM -> stream = value;
                     case MAX_VERSION -> maxVersion = value;
                     case DL_DEVICE -> dlDevice = value;
                     case COPY -> copy = value;
                     default -> throw new PythonException("TypeError", "__dlpack__() got an unexpected keyword argument '"
-                            + Py.str((MemorySegment) CApi.PyTuple_GetItem.invokeExact(object(kwnames), (long) i)) + "'");
+                            + Convert.str((MemorySegment) CApi.PyTuple_GetItem.invokeExact(object(kwnames), (long) i)) + "'");
                 }
             }
         }
@@ -94,9 +101,9 @@ final class DlpackArguments {
         if (!isNone(stream)) {
             if (device.type() == DeviceType.CPU) {
                 throw new PythonException("RuntimeError", "a CPU tensor takes only stream=None (DLPack defines no CPU "
-                        + "streams), got stream=" + Py.str(object(stream)));
+                        + "streams), got stream=" + Convert.str(object(stream)));
             }
-            streamValue = Py.asLong(object(stream));
+            streamValue = Convert.asLong(object(stream));
             checkStream(device.type(), streamValue);
         }
         if (!versioned && !Boolean.TRUE.equals(copyPolicy)) {
@@ -148,7 +155,7 @@ final class DlpackArguments {
     private static int[] lastKeywords;
     private static long lastMaxVersion;
     private static long lastMajor;
-    private static final MemorySegment LONG_TYPE = CApi.symbol("PyLong_Type");
+    private static final MemorySegment LONG_TYPE = CpythonLayout.LONG_TYPE;
 
     /** The keyword index of each name in {@code kwnames}. */
     private static int[] keywords(long kwnamesAddress) throws Throwable {
@@ -156,13 +163,13 @@ final class DlpackArguments {
             return lastKeywords;
         }
         MemorySegment kwnames = object(kwnamesAddress);
-        int n = (int) Py.checkSize((long) CApi.PyTuple_Size.invokeExact(kwnames));
+        int n = (int) PyErrors.checkSize((long) CApi.PyTuple_Size.invokeExact(kwnames));
         int[] keywords = new int[n];
         for (int i = 0; i < n; i++) {
-            keywords[i] = keyword(Py.check((MemorySegment) CApi.PyTuple_GetItem.invokeExact(kwnames, (long) i)));
+            keywords[i] = keyword(PyErrors.check((MemorySegment) CApi.PyTuple_GetItem.invokeExact(kwnames, (long) i)));
         }
         long before = lastKwnames;
-        Py.incRef(kwnames);
+        Refs.incRef(kwnames);
         lastKwnames = kwnamesAddress;
         lastKeywords = keywords;
         release(before); // last: dropping it may run Python code that calls back in
@@ -172,7 +179,7 @@ final class DlpackArguments {
     /** Drops the reference to a cache's previous object, if there was one. */
     private static void release(long before) {
         if (before != 0) {
-            Py.decRef(object(before));
+            Refs.decRef(object(before));
         }
     }
 
@@ -197,7 +204,7 @@ final class DlpackArguments {
     private static Device requestedDevice(MemorySegment dlDevice, Device own) throws Throwable {
         long size = (long) CApi.PyTuple_Size.invokeExact(dlDevice);
         if (size == -1) {
-            Py.clearError();
+            PyErrors.clearError();
             throw new PythonException("TypeError", "dl_device must be a tuple");
         }
         if (size != 2) {
@@ -225,10 +232,10 @@ final class DlpackArguments {
             return Boolean.FALSE;
         }
         MemorySegment copy = object(copyAddress);
-        if (Py.check((int) CApi.PyObject_IsInstance.invokeExact(copy, UNICODE_TYPE)) == 1) {
+        if (PyErrors.check((int) CApi.PyObject_IsInstance.invokeExact(copy, UNICODE_TYPE)) == 1) {
             throw new PythonException("ValueError", "strings are not allowed for 'copy' keyword. Use True/False/None instead.");
         }
-        return Py.check((int) CApi.PyObject_IsTrue.invokeExact(copy)) == 1;
+        return PyErrors.check((int) CApi.PyObject_IsTrue.invokeExact(copy)) == 1;
     }
 
     /** The major version in {@code max_version}, a (major, minor) tuple; the minor is not read. */
@@ -240,16 +247,16 @@ final class DlpackArguments {
         long size = (long) CApi.PyTuple_Size.invokeExact(maxVersion);
         if (size != 2) {
             if (size == -1) {
-                Py.clearError();
+                PyErrors.clearError();
             }
             throw new PythonException("TypeError", "max_version must be None or a tuple with two elements.");
         }
         MemorySegment first = (MemorySegment) CApi.PyTuple_GetItem.invokeExact(maxVersion, 0L);
-        long major = Py.asLong(first);
-        boolean plainInt = Py.typeOf(first) == LONG_TYPE.address();
+        long major = Convert.asLong(first);
+        boolean plainInt = CpythonLayout.typeOf(first) == LONG_TYPE.address();
         if (plainInt) { // an int's value cannot change; an object with __index__ might
             long before = lastMaxVersion;
-            Py.incRef(maxVersion);
+            Refs.incRef(maxVersion);
             lastMaxVersion = maxVersionAddress;
             lastMajor = major;
             release(before);
@@ -258,7 +265,7 @@ final class DlpackArguments {
     }
 
     private static int asInt(MemorySegment o) throws Throwable {
-        long v = Py.asLong(o);
+        long v = Convert.asLong(o);
         if (v != (int) v) {
             throw new PythonException("OverflowError", "signed integer is " + (v > 0 ? "greater than maximum" : "less than minimum"));
         }

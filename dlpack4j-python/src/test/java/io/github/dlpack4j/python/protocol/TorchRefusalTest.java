@@ -1,4 +1,4 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.protocol;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -7,6 +7,13 @@ import io.github.dlpack4j.Device;
 import io.github.dlpack4j.Dlpack;
 import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.ManagedTensor;
+import io.github.dlpack4j.python.ExchangeApi;
+import io.github.dlpack4j.python.ImportPath;
+import io.github.dlpack4j.python.ImportRequest;
+import io.github.dlpack4j.python.PyObject;
+import io.github.dlpack4j.python.Python;
+import io.github.dlpack4j.python.PythonException;
+import io.github.dlpack4j.python.interpreter.Gil;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.function.Function;
@@ -95,7 +102,7 @@ class TorchRefusalTest {
     void torchsBitsAreReadFromItsCppObjectsNotThroughItsPythonGetters() {
         try (PyObject t = PY.eval("torch.zeros(1)")) {
             Gil.with(() -> {
-                TorchChecks checks = ProducerType.of(t.borrow()).torch();
+                TorchChecks checks = ProducerType.of(t.address()).torch();
                 assertThat(checks.readsBitsFromMemory()).as("%s", TorchBits.unavailableReason()).isTrue();
                 return null;
             });
@@ -128,7 +135,7 @@ class TorchRefusalTest {
         try (PyObject t = PY.eval(expression)) {
             Gil.with(() -> {
                 TorchBits bits = TorchBits.find();
-                MemorySegment o = t.borrow();
+                MemorySegment o = t.address();
                 assertThat(bits.requiresGrad(o)).as("requires_grad").isEqualTo(truth(t.attr("requires_grad")));
                 assertThat(bits.isConj(o)).as("is_conj()").isEqualTo(truth(t.callMethod("is_conj")));
                 assertThat(bits.isNeg(o)).as("is_neg()").isEqualTo(truth(t.callMethod("is_neg")));
@@ -143,9 +150,9 @@ class TorchRefusalTest {
         TorchChecks getters = TorchChecks.throughGetters();
         try (PyObject t = PY.eval(refused.expression); PyObject plain = PY.eval("torch.zeros(2, dtype=torch.complex64)")) {
             Gil.with(() -> {
-                assertThatThrownBy(() -> getters.refuseUnexportable(t.borrow(), false, null))
+                assertThatThrownBy(() -> getters.refuseUnexportable(t.address(), false, null))
                         .isInstanceOf(DlpackException.class).hasMessageContaining(refused.fix);
-                getters.refuseUnexportable(plain.borrow(), false, null);
+                getters.refuseUnexportable(plain.address(), false, null);
                 return null;
             });
         }
@@ -169,7 +176,7 @@ class TorchRefusalTest {
                 """);
         try (PyObject t = PY.eval("impostor")) {
             Gil.with(() -> {
-                assertThat(ProducerType.of(t.borrow()).torch()).isNull();
+                assertThat(ProducerType.of(t.address()).torch()).isNull();
                 return null;
             });
         }

@@ -1,4 +1,4 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.protocol;
 
 import io.github.dlpack4j.Device;
 import io.github.dlpack4j.DeviceType;
@@ -8,16 +8,21 @@ import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.abi.DLDevice;
 import io.github.dlpack4j.abi.DLManagedTensor;
 import io.github.dlpack4j.abi.DLManagedTensorVersioned;
-import io.github.dlpack4j.abi.DLTensor;
 import io.github.dlpack4j.abi.DLPackExchangeAPI;
+import io.github.dlpack4j.abi.DLTensor;
+import io.github.dlpack4j.python.PythonException;
+import io.github.dlpack4j.python.interpreter.CApi;
+import io.github.dlpack4j.python.interpreter.CpythonLayout;
+import io.github.dlpack4j.python.interpreter.PyErrors;
+import io.github.dlpack4j.python.interpreter.RawMemory;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
-import java.lang.foreign.ValueLayout;
 
 /**
  * DLPack capsules, consumed once: a {@code dltensor_versioned} or {@code dltensor} capsule is renamed
@@ -31,7 +36,7 @@ final class Capsules {
     static final MemorySegment LEGACY = Arena.global().allocateFrom("dltensor");
     static final MemorySegment USED_VERSIONED = Arena.global().allocateFrom("used_dltensor_versioned");
     static final MemorySegment USED_LEGACY = Arena.global().allocateFrom("used_dltensor");
-    private static final long CAPSULE_TYPE = CApi.symbol("PyCapsule_Type").address();
+    private static final long CAPSULE_TYPE = CpythonLayout.CAPSULE_TYPE.address();
 
     /** {@code void destructor(PyObject* capsule)} for the capsules Java exports make: single upcall. */
     private static final MemorySegment DESTRUCTOR;
@@ -60,7 +65,7 @@ final class Capsules {
         MemorySegment name = versioned ? VERSIONED : LEGACY;
         MemorySegment capsule = (MemorySegment) CApi.PyCapsule_New.invokeExact(managed, name, DESTRUCTOR);
         if (capsule.address() == 0) {
-            PythonException e = Py.fetchError(); // first: the deleter must not run with an exception pending
+            PythonException e = PyErrors.fetchError(); // first: the deleter must not run with an exception pending
             callDeleter(managed, versioned);
             throw e;
         }
@@ -70,7 +75,7 @@ final class Capsules {
     /** Calls the deleter of a managed struct, if it has one. */
     static void callDeleter(MemorySegment managed, boolean versioned) throws Throwable {
         long at = versioned ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER;
-        MemorySegment deleter = Py.at(managed, at + ValueLayout.ADDRESS.byteSize()).get(ValueLayout.ADDRESS, at);
+        MemorySegment deleter = RawMemory.at(managed, at + ValueLayout.ADDRESS.byteSize()).get(ValueLayout.ADDRESS, at);
         if (deleter.address() != 0) {
             CALL_DELETER.invokeExact(deleter, managed);
         }
@@ -92,7 +97,7 @@ final class Capsules {
             MemorySegment managed = (MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(capsule, name);
             if (managed.address() != 0) {
                 // A capsule may die while an exception is being raised: keep it out of the deleter's way.
-                Py.keepingError(() -> {
+                PyErrors.keepingError(() -> {
                     callDeleter(managed, versioned);
                     return null;
                 });
@@ -104,7 +109,7 @@ final class Capsules {
 
     /** {@code PyCapsule_CheckExact(o)}: the capsule type cannot be subclassed, so exact is all there is. */
     static boolean isCapsule(MemorySegment o) {
-        return Py.typeOf(o) == CAPSULE_TYPE;
+        return CpythonLayout.typeOf(o) == CAPSULE_TYPE;
     }
 
     /** The capsule's name, or null. */
@@ -113,13 +118,13 @@ final class Capsules {
             MemorySegment n = (MemorySegment) CApi.PyCapsule_GetName.invokeExact(capsule);
             if (n.address() == 0) {
                 if (((MemorySegment) CApi.PyErr_Occurred.invokeExact()).address() != 0) {
-                    throw Py.fetchError();
+                    throw PyErrors.fetchError();
                 }
                 return null;
             }
             return n.reinterpret(256).getString(0);
         } catch (Throwable t) {
-            throw Py.unchecked(t);
+            throw PyErrors.unchecked(t);
         }
     }
 
@@ -132,13 +137,13 @@ final class Capsules {
         }
         try {
             MemorySegment expected = versioned ? VERSIONED : LEGACY;
-            MemorySegment ptr = Py.check((MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(capsule, expected));
+            MemorySegment ptr = PyErrors.check((MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(capsule, expected));
             long dl = versioned ? DLManagedTensorVersioned.DL_TENSOR : DLManagedTensor.DL_TENSOR;
             MemorySegment s = ptr.reinterpret(dl + DLTensor.SIZE);
             return new Device(DeviceType.of(s.get(ValueLayout.JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_TYPE)),
                     s.get(ValueLayout.JAVA_INT, dl + DLTensor.DEVICE + DLDevice.DEVICE_ID));
         } catch (Throwable t) {
-            throw Py.unchecked(t);
+            throw PyErrors.unchecked(t);
         }
     }
 
@@ -164,7 +169,7 @@ final class Capsules {
                 name = name(capsule);
             }
         } catch (Throwable t) {
-            throw Py.unchecked(t);
+            throw PyErrors.unchecked(t);
         }
         if (name != null) { // not a usable DLPack capsule: say why
             throw new DlpackException(name.startsWith("used_dltensor")
@@ -178,13 +183,13 @@ final class Capsules {
             // Locals, not conditional expressions: invokeExact takes each argument's static type.
             MemorySegment expected = versioned ? VERSIONED : LEGACY;
             MemorySegment used = versioned ? USED_VERSIONED : USED_LEGACY;
-            MemorySegment ptr = Py.check((MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(capsule, expected));
+            MemorySegment ptr = PyErrors.check((MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(capsule, expected));
             // Renamed before adoption: from here on the capsule's destructor leaves the tensor to us,
             // and adoption calls the deleter itself if the tensor is malformed.
-            Py.check((int) CApi.PyCapsule_SetName.invokeExact(capsule, used));
+            PyErrors.check((int) CApi.PyCapsule_SetName.invokeExact(capsule, used));
             tensor = ProducerDeleter.adopt(ptr, versioned);
         } catch (Throwable t) {
-            throw Py.unchecked(t);
+            throw PyErrors.unchecked(t);
         }
         if (Boolean.FALSE.equals(copy) && (tensor.flags() & DlpackFlags.IS_COPIED) != 0) {
             tensor.close();

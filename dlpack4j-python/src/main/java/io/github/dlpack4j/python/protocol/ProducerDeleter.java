@@ -1,6 +1,9 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.protocol;
 
 import io.github.dlpack4j.ManagedTensor;
+import io.github.dlpack4j.python.interpreter.Gil;
+import io.github.dlpack4j.python.interpreter.PendingReleases;
+import io.github.dlpack4j.python.interpreter.Shutdown;
 import java.util.concurrent.Executor;
 
 /**
@@ -43,7 +46,7 @@ final class ProducerDeleter extends PendingReleases.Node implements Executor {
 
     @Override
     public void execute(Runnable deleter) {
-        if (Python.isShuttingDown()) {
+        if (Shutdown.isShuttingDown()) {
             return;
         }
         if (Gil.isHeld()) {
@@ -69,7 +72,7 @@ final class ProducerDeleter extends PendingReleases.Node implements Executor {
     }
 
     @Override
-    void release() {
+    protected void release() {
         Runnable d = due;
         due = null;
         d.run();

@@ -1,4 +1,4 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.interpreter;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -19,7 +19,7 @@ import java.util.Optional;
  * extension modules that Python loads later (numpy's, torch's) cannot resolve {@code PyExc_*} and
  * the rest of the C API against it. {@code RTLD_GLOBAL} makes libpython's symbols visible to them.
  */
-final class NativeLibrary {
+public final class NativeLibrary {
     private static final int RTLD_NOW = 2;
     private static final int RTLD_GLOBAL = 0x100;
     private static final int RTLD_NOLOAD = 4;
@@ -69,7 +69,7 @@ final class NativeLibrary {
      * The symbols of {@code path} if the process has loaded that library already ({@code RTLD_NOLOAD}:
      * nothing new is ever loaded); empty if it has not.
      */
-    static Optional<SymbolLookup> loaded(Path path) {
+    public static Optional<SymbolLookup> loaded(Path path) {
         MemorySegment handle;
         try (Arena arena = Arena.ofConfined()) {
             handle = (MemorySegment) DLOPEN.invokeExact(arena.allocateFrom(path.toString()), RTLD_NOW | RTLD_NOLOAD);

@@ -1,4 +1,4 @@
-package io.github.dlpack4j.python;
+package io.github.dlpack4j.python.interpreter;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -45,17 +45,17 @@ import java.util.concurrent.locks.LockSupport;
  * stopped holding the GIL too; the exit is then silent. A thread that Python started and that calls
  * Java for the first time after the hook ran is not seen.
  */
-final class EmbeddedExit {
+final class EmbeddedPythonExit {
     /** How long the shutdown hook waits for the GIL to be free: Python code gives it up within 5 ms when asked. */
     private static final long GIL_WAIT_NANOS = 500_000_000L;
     /** Raised by the shutdown hook: a Java thread that takes the GIL from now on does so during the exit. */
     private static volatile boolean exiting;
     private static final AtomicBoolean ENDING_EARLY = new AtomicBoolean();
 
-    private EmbeddedExit() {}
+    private EmbeddedPythonExit() {}
 
     /**
-     * Called by the JVM's shutdown hook (after {@link Python#isShuttingDown()} became true): makes the
+     * Called by the JVM's shutdown hook (after {@link Shutdown#isShuttingDown()} became true): makes the
      * process end before a native exit handler waits for a GIL that a stopped Java thread holds.
      */
     static void checkGilAtExit() {
