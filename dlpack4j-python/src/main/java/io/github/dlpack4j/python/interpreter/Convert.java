@@ -38,7 +38,7 @@ public final class Convert {
         return o.address() == NONE.address();
     }
 
-    /** A new Python object for a Java value (see {@link Python#toPython}). */
+    /** A new Python object for a Java value (see {@link io.github.dlpack4j.python.Python#toPython}). */
     public static MemorySegment toPython(Object v) {
         try {
             return switch (v) {

@@ -15,10 +15,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The exit of a JVM that embeds Python ({@link Python#start()}), made safe from a GIL that a thread
- * holds or waits for then: a daemon thread inside {@link Python#withGil} or calling Python, a
+ * The exit of a JVM that embeds Python ({@link io.github.dlpack4j.python.Python#start()}), made safe from a GIL that a thread
+ * holds or waits for then: a daemon thread inside {@link io.github.dlpack4j.python.Python#withGil} or calling Python, a
  * {@code System.exit} called inside a scope, a thread that Python started (a
- * {@code threading.Thread}) and that calls Java functions ({@link Python#function}).
+ * {@code threading.Thread}) and that calls Java functions ({@link io.github.dlpack4j.python.Python#function}).
  *
  * <p>Why it matters: the JVM stops its threads where they are once the shutdown hooks are done (a
  * thread in native code, waiting for the GIL say, stops as it returns to Java), and then calls the C

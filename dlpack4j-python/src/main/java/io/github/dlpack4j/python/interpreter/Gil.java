@@ -6,7 +6,7 @@ import java.util.function.Supplier;
 
 /**
  * The GIL: taken for the duration of one public call, or held for a whole scope
- * ({@link Python#withGil}) and let go inside one ({@link Python#allowThreads}).
+ * ({@link io.github.dlpack4j.python.Python#withGil}) and let go inside one ({@link io.github.dlpack4j.python.Python#allowThreads}).
  *
  * <p>Each OS thread keeps one CPython thread state for its whole life: the first time a thread
  * calls in, it takes {@code PyGILState_Ensure} twice and releases only once, so the state's counter
@@ -32,7 +32,7 @@ public final class Gil {
 
     /**
      * Per platform thread: whether dlpack4j keeps its thread state (made and pinned it, or it is the
-     * interpreter's first one, made on the thread that ran {@link Python#start()}), and how many
+     * interpreter's first one, made on the thread that ran {@link io.github.dlpack4j.python.Python#start()}), and how many
      * scopes it is in now.
      */
     private static final class PerThread {
@@ -145,7 +145,7 @@ public final class Gil {
 
     /**
      * Runs {@code body} holding the GIL, and rethrows what it throws unchecked. For calls off the hot
-     * path: the hot ones ({@link PyObject#call}, {@link PyObject#invoke}) spell the same out, so
+     * path: the hot ones ({@link io.github.dlpack4j.python.PyObject#call}, {@link io.github.dlpack4j.python.PyObject#invoke}) spell the same out, so
      * that their downcalls are compiled inline.
      */
     public static <T> T with(Body<T> body) {
@@ -160,7 +160,7 @@ public final class Gil {
     }
 
     /**
-     * {@link Python#withGil(Supplier)}: the GIL for the whole of {@code body}. A nested scope finds
+     * {@link io.github.dlpack4j.python.Python#withGil(Supplier)}: the GIL for the whole of {@code body}. A nested scope finds
      * it held and only counts; the outermost one gives it back however the body ends.
      */
     public static <T> T scope(Supplier<T> body) {
@@ -176,7 +176,7 @@ public final class Gil {
     }
 
     /**
-     * {@link Python#allowThreads}: lets the GIL go around {@code body} if this thread holds it, and
+     * {@link io.github.dlpack4j.python.Python#allowThreads}: lets the GIL go around {@code body} if this thread holds it, and
      * takes it back with the same thread state after; calls inside take it for themselves, as
      * outside any scope. A thread that does not hold the GIL just runs {@code body}.
      */
@@ -216,7 +216,7 @@ public final class Gil {
         return !THREAD.get().pinned && hasThreadState();
     }
 
-    /** Keeps, as a pin would, the interpreter's first thread state, which {@link Python#start()} made on this thread. */
+    /** Keeps, as a pin would, the interpreter's first thread state, which {@link io.github.dlpack4j.python.Python#start()} made on this thread. */
     static void keepInitialThreadState() {
         THREAD.get().pinned = true;
     }

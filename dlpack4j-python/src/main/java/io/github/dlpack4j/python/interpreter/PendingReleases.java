@@ -7,12 +7,12 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * Work that needs the GIL, left by threads that do not hold it and done by the next thread that
  * takes it (as PyO3's reference pool does): reference drops ({@code PyObject.close()}, the cleaner)
- * and the deleters of Python producers' tensors ({@link ProducerDeleter}). Closing then costs no
+ * and other packages' work, such as the deleters of tensors that Python producers made. Closing costs no
  * GIL round trip, and the cleaner thread never waits for a GIL that a long Python computation holds.
  * A daemon thread takes the GIL to do it when nobody else called Python in the last 20 ms.
  *
  * <p>The queue is a lock-free stack of the release objects themselves (a {@code PyObject}'s
- * cleaning action, an import's {@link ProducerDeleter}): queueing is one compare-and-set and
+ * cleaning action, an import's deleter): queueing is one compare-and-set and
  * allocates nothing, and a drain takes the whole stack with one swap, so drains never share
  * anything, even when a decref runs Python code that calls Java back or lets another thread take
  * the GIL.

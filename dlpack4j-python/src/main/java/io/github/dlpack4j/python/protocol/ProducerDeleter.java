@@ -10,7 +10,7 @@ import java.util.concurrent.Executor;
  * Where the deleter of a tensor that a Python producer made runs (the {@code deleterContext} of
  * {@link ManagedTensor#adoptVersioned(java.lang.foreign.MemorySegment, Executor)}): such deleters may
  * drop Python references, so they run holding the GIL. On a thread that holds it (inside
- * {@link Python#withGil}, or Java called from Python) the deleter runs at once; so it does on a
+ * {@link io.github.dlpack4j.python.Python#withGil}, or Java called from Python) the deleter runs at once; so it does on a
  * thread that Python made ({@link Gil#isPythonThread()}: the main thread of a program that hosts the
  * JVM, a {@code threading.Thread}), where JPype let the GIL go around the Java call and takes it
  * back right after, so this thread takes it for the deleter (a Python programmer expects
