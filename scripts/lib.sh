@@ -25,6 +25,12 @@ ensure_jdk() {
   export PATH="$JAVA_HOME/bin:$PATH"
 }
 
+# Maven's console library (jansi) writes a colour reset, ESC[0m, to stdout and to stderr of a
+# terminal as Maven starts and exits, even with -B and -q: a quiet build leaves four of them before
+# the next line the user reads. jansi.noreset drops them, and nothing else (errors are printed in
+# full); it must be a JVM option (MAVEN_OPTS), as a -D argument comes too late for the first two.
+DLPACK4J_MAVEN_OPTS="-Djansi.noreset=true"
+
 # The Maven wrapper pins Maven $MAVEN_VERSION. Its distribution is taken from the local Maven
 # repository, filled on first use by the machine's own Maven client (Debian's `maven`, installed
 # if missing), so the wrapper needs no registry address of its own.
@@ -39,7 +45,7 @@ ensure_maven() {
         die "apt-get install maven failed"
     fi
     say "fetching Maven $MAVEN_VERSION into $repo"
-    (cd "${TMPDIR:-/tmp}" && MAVEN_OPTS="--sun-misc-unsafe-memory-access=allow" mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get \
+    (cd "${TMPDIR:-/tmp}" && MAVEN_OPTS="--sun-misc-unsafe-memory-access=allow $DLPACK4J_MAVEN_OPTS" mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get \
       -Dmaven.repo.local="$repo" -Dartifact="org.apache.maven:apache-maven:$MAVEN_VERSION:zip:bin" -Dtransitive=false) ||
       die "could not fetch org.apache.maven:apache-maven:$MAVEN_VERSION from Maven Central"
   fi
@@ -55,7 +61,8 @@ ensure_maven() {
 mvnw() {
   ensure_jdk
   ensure_maven
-  (cd "$DLPACK4J_ROOT" && ./mvnw -B -ntp ${MAVEN_LOCAL_REPO:+-Dmaven.repo.local="$MAVEN_LOCAL_REPO"} "$@")
+  (cd "$DLPACK4J_ROOT" && MAVEN_OPTS="$DLPACK4J_MAVEN_OPTS${MAVEN_OPTS:+ $MAVEN_OPTS}" \
+    ./mvnw -B -ntp ${MAVEN_LOCAL_REPO:+-Dmaven.repo.local="$MAVEN_LOCAL_REPO"} "$@")
 }
 
 # The project's Python environments, made from pip's configured index:
