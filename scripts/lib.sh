@@ -65,6 +65,25 @@ mvnw() {
     ./mvnw -B -ntp ${MAVEN_LOCAL_REPO:+-Dmaven.repo.local="$MAVEN_LOCAL_REPO"} "$@")
 }
 
+# PYTHON -m pip ARGS..., with pip's stderr shown as it comes but for one kind of line. A machine's
+# pip configuration may name extra index folders (file: URLs); for each package one of them lacks,
+# pip warns "Location 'file:///.../simple/NAME/' is ignored: it is neither a file nor a directory",
+# some 25 lines a venv. Those are counted, and one line says so; everything else, pip's real errors
+# included, is shown in full, and pip's exit status is returned.
+run_pip() { # run_pip PYTHON PIP_ARGUMENT...
+  local py="$1"
+  local note="pip: %d lines 'Location ... is ignored' from this machine's pip configuration (an extra index folder without that package) were hidden\n"
+  shift
+  # pip's stderr goes through the filter, its stdout (fd 3) as it is; its status is returned, with
+  # or without pipefail.
+  { "$py" -m pip "$@" 2>&1 >&3 3>&- |
+      awk -v note="$note" '/^WARNING: Location .* is ignored: it is neither a file nor a directory/ { n++; next }
+                           { print; fflush() }
+                           END { if (n) printf note, n }' >&2 3>&-
+    return "${PIPESTATUS[0]}"
+  } 3>&1
+}
+
 # The project's Python environments, made from pip's configured index:
 #   .venv         the modern peers (numpy 2.4.6, torch 2.13 CPU, jax 0.10.2, ml_dtypes, pytest)
 #   .venv-legacy  a producer that rejects max_version (numpy 1.26.4)
@@ -86,7 +105,7 @@ ensure_venv() { # ensure_venv DIR REQUIREMENTS [BASE_PYTHON [VENV_OPTION...]]
   say "creating ${dir##*/} from $name"
   rm -rf "$dir"
   "$base" -m venv "$@" "$dir"
-  "$dir/bin/python" -m pip install -q --retries 1 -r "$req" || die "pip install -r $name failed"
+  run_pip "$dir/bin/python" install -q --retries 1 -r "$req" || die "pip install -r $name failed"
   cp "$req" "$stamp"
 }
 
@@ -164,7 +183,7 @@ build_wheel() {
     cp "$DLPACK4J_ROOT/$m/target/$m-$version.jar" "$jars/"
   done
   say "building the dlpack4j wheel"
-  "$DLPACK4J_PYTHON_BASE" -m pip wheel -q --no-deps --retries 1 -w "$DLPACK4J_ROOT/python/dist" "$DLPACK4J_ROOT/python" >&2 ||
+  run_pip "$DLPACK4J_PYTHON_BASE" wheel -q --no-deps --retries 1 -w "$DLPACK4J_ROOT/python/dist" "$DLPACK4J_ROOT/python" >&2 ||
     die "building the wheel failed"
   wheel="$(newest_wheel)"
   [ -n "$wheel" ] || die "pip wheel wrote no dlpack4j-*.whl into python/dist"
