@@ -25,6 +25,12 @@ ensure_jdk() {
   export PATH="$JAVA_HOME/bin:$PATH"
 }
 
+# Maven's console library (jansi) writes a colour reset, ESC[0m, to stdout and to stderr of a
+# terminal as Maven starts and exits, even with -B and -q: a quiet build leaves four of them before
+# the next line the user reads. jansi.noreset drops them, and nothing else (errors are printed in
+# full); it must be a JVM option (MAVEN_OPTS), as a -D argument comes too late for the first two.
+DLPACK4J_MAVEN_OPTS="-Djansi.noreset=true"
+
 # The Maven wrapper pins Maven $MAVEN_VERSION. Its distribution is taken from the local Maven
 # repository, filled on first use by the machine's own Maven client (Debian's `maven`, installed
 # if missing), so the wrapper needs no registry address of its own.
@@ -39,7 +45,7 @@ ensure_maven() {
         die "apt-get install maven failed"
     fi
     say "fetching Maven $MAVEN_VERSION into $repo"
-    (cd "${TMPDIR:-/tmp}" && MAVEN_OPTS="--sun-misc-unsafe-memory-access=allow" mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get \
+    (cd "${TMPDIR:-/tmp}" && MAVEN_OPTS="--sun-misc-unsafe-memory-access=allow $DLPACK4J_MAVEN_OPTS" mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get \
       -Dmaven.repo.local="$repo" -Dartifact="org.apache.maven:apache-maven:$MAVEN_VERSION:zip:bin" -Dtransitive=false) ||
       die "could not fetch org.apache.maven:apache-maven:$MAVEN_VERSION from Maven Central"
   fi
@@ -55,7 +61,27 @@ ensure_maven() {
 mvnw() {
   ensure_jdk
   ensure_maven
-  (cd "$DLPACK4J_ROOT" && ./mvnw -B -ntp ${MAVEN_LOCAL_REPO:+-Dmaven.repo.local="$MAVEN_LOCAL_REPO"} "$@")
+  (cd "$DLPACK4J_ROOT" && MAVEN_OPTS="$DLPACK4J_MAVEN_OPTS${MAVEN_OPTS:+ $MAVEN_OPTS}" \
+    ./mvnw -B -ntp ${MAVEN_LOCAL_REPO:+-Dmaven.repo.local="$MAVEN_LOCAL_REPO"} "$@")
+}
+
+# PYTHON -m pip ARGS..., with pip's stderr shown as it comes but for one kind of line. A machine's
+# pip configuration may name extra index folders (file: URLs); for each package one of them lacks,
+# pip warns "Location 'file:///.../simple/NAME/' is ignored: it is neither a file nor a directory",
+# some 25 lines a venv. Those are counted, and one line says so; everything else, pip's real errors
+# included, is shown in full, and pip's exit status is returned.
+run_pip() { # run_pip PYTHON PIP_ARGUMENT...
+  local py="$1"
+  local note="pip: %d lines 'Location ... is ignored' from this machine's pip configuration (an extra index folder without that package) were hidden\n"
+  shift
+  # pip's stderr goes through the filter, its stdout (fd 3) as it is; its status is returned, with
+  # or without pipefail.
+  { "$py" -m pip "$@" 2>&1 >&3 3>&- |
+      awk -v note="$note" '/^WARNING: Location .* is ignored: it is neither a file nor a directory/ { n++; next }
+                           { print; fflush() }
+                           END { if (n) printf note, n }' >&2 3>&-
+    return "${PIPESTATUS[0]}"
+  } 3>&1
 }
 
 # The project's Python environments, made from pip's configured index:
@@ -79,7 +105,7 @@ ensure_venv() { # ensure_venv DIR REQUIREMENTS [BASE_PYTHON [VENV_OPTION...]]
   say "creating ${dir##*/} from $name"
   rm -rf "$dir"
   "$base" -m venv "$@" "$dir"
-  "$dir/bin/python" -m pip install -q --retries 1 -r "$req" || die "pip install -r $name failed"
+  run_pip "$dir/bin/python" install -q --retries 1 -r "$req" || die "pip install -r $name failed"
   cp "$req" "$stamp"
 }
 
@@ -157,7 +183,7 @@ build_wheel() {
     cp "$DLPACK4J_ROOT/$m/target/$m-$version.jar" "$jars/"
   done
   say "building the dlpack4j wheel"
-  "$DLPACK4J_PYTHON_BASE" -m pip wheel -q --no-deps --retries 1 -w "$DLPACK4J_ROOT/python/dist" "$DLPACK4J_ROOT/python" >&2 ||
+  run_pip "$DLPACK4J_PYTHON_BASE" wheel -q --no-deps --retries 1 -w "$DLPACK4J_ROOT/python/dist" "$DLPACK4J_ROOT/python" >&2 ||
     die "building the wheel failed"
   wheel="$(newest_wheel)"
   [ -n "$wheel" ] || die "pip wheel wrote no dlpack4j-*.whl into python/dist"
