@@ -9,6 +9,8 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.tngtech.archunit.base.DescribedPredicate;
+import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
@@ -64,8 +66,15 @@ class ArchitectureTest {
 
     static ArchRule interpreterUsesOnlyTheApisInterpreterTypes(Layout l) {
         return noClasses().that().resideInAPackage(l.interpreter())
-                .should().dependOnClassesThat(resideInAPackage(l.api()).and(not(belongToAnyOf(l.apiInterpreterTypes()))))
+                .should().dependOnClassesThat(protocolTypeOfTheApi(l))
                 .as("the interpreter package uses no protocol type of the API (only its interpreter types)");
+    }
+
+    /** A class of the API package (or an array of one) other than its interpreter types. */
+    static DescribedPredicate<JavaClass> protocolTypeOfTheApi(Layout l) {
+        DescribedPredicate<JavaClass> apiType = resideInAPackage(l.api()).and(not(belongToAnyOf(l.apiInterpreterTypes())));
+        return DescribedPredicate.describe("a protocol type of " + l.api(),
+                c -> apiType.test(c.isArray() ? c.getBaseComponentType() : c));
     }
 
     static ArchRule apiPackageHoldsPublicTypesOnly(Layout l) {
