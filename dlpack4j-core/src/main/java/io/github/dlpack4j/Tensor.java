@@ -7,10 +7,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
 import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED;
 
-import io.github.dlpack4j.internal.SafetyNet;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.nio.Buffer;
 import java.nio.ByteBuffer;
@@ -64,51 +62,8 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
             LongBuffer.class, DataType.INT64, IntBuffer.class, DataType.INT32,
             ShortBuffer.class, DataType.INT16, CharBuffer.class, DataType.UINT16);
 
-    /** The open/closed state shared by an owning tensor and all views made from it. */
-    static final class Handle {
-        private static final java.lang.invoke.VarHandle CLOSED;
-
-        static {
-            try {
-                CLOSED = java.lang.invoke.MethodHandles.lookup().findVarHandle(Handle.class, "closed", boolean.class);
-            } catch (ReflectiveOperationException e) {
-                throw new ExceptionInInitializerError(e);
-            }
-        }
-
-        private volatile boolean closed;
-        private Cleaner.Cleanable hold;
-
-        Handle(Cleaner.Cleanable hold) {
-            this.hold = hold;
-        }
-
-        private Handle() {}
-
-        /** A handle holding one more reference to {@code memory}, released by close or once unreachable. */
-        static Handle holding(MemoryOwner memory) {
-            Handle h = new Handle();
-            h.hold = SafetyNet.register(h, memory::release);
-            return h;
-        }
-
-        /** Closes once; returns whether this call closed it. */
-        boolean close() {
-            if (!CLOSED.compareAndSet(this, false, true)) {
-                return false;
-            }
-            hold.clean();
-            Reference.reachabilityFence(this); // the referent of a share's hold
-            return true;
-        }
-
-        boolean isClosed() {
-            return closed;
-        }
-    }
-
     private final MemoryOwner memory;
-    private final Handle handle;
+    private final TensorHandle handle;
     private final boolean owning;
     /** Byte offset of element [0, ..., 0] from {@code memory.base}. */
     private final long offset;
@@ -127,7 +82,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     private int versionedExports;
     private int legacyExports;
 
-    Tensor(MemoryOwner memory, Handle handle, boolean owning, long offset, long[] shape, long[] strides,
+    Tensor(MemoryOwner memory, TensorHandle handle, boolean owning, long offset, long[] shape, long[] strides,
            DataType dtype, Device device, boolean readOnly, boolean paddedSubByte) {
         this.memory = memory;
         this.handle = handle;
@@ -165,7 +120,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         long bytes = dtype.storageBytes(n, false);
         MemorySegment seg = NativeMemory.allocateData(bytes);
         MemoryOwner m = MemoryOwner.create(seg, () -> NativeMemory.free(seg, bytes), false);
-        Handle h = new Handle(m.ownerHold());
+        TensorHandle h = new TensorHandle(m.ownerHold());
         return new Tensor(m, h, true, 0, s, Shapes.rowMajorStrides(s), dtype, Device.CPU, false, false);
     }
 
@@ -377,7 +332,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         MemoryOwner m = release == null
                 ? MemoryOwner.create(segment, () -> { }, true)
                 : MemoryOwner.create(segment, release, false);
-        return new Tensor(m, new Handle(m.ownerHold()), true, byteOffset, s, st, dtype, Device.CPU,
+        return new Tensor(m, new TensorHandle(m.ownerHold()), true, byteOffset, s, st, dtype, Device.CPU,
                 segment.isReadOnly(), false);
     }
 
@@ -994,9 +949,9 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     public Tensor share() {
         checkOpen();
         memory.retain(); // throws if the memory was released meanwhile
-        Handle h;
+        TensorHandle h;
         try {
-            h = Handle.holding(memory);
+            h = TensorHandle.holding(memory);
         } catch (RuntimeException | Error e) {
             memory.release();
             throw e;
@@ -1127,7 +1082,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return memory;
     }
 
-    Handle handle() {
+    TensorHandle handle() {
         return handle;
     }
 
