@@ -786,13 +786,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * @return a view sharing this tensor's memory
      */
     public Tensor slice(int dim, long start, long stop, long step) {
-        int d = checkDim(dim);
-        long[] r = Shapes.sliceIndices(shape[d], start, stop, step);
-        long[] s = shape.clone();
-        long[] st = strides.clone();
-        s[d] = r[1];
-        st[d] = Math.multiplyExact(strides[d], step);
-        return view(offsetOf(d, r[0]), s, st, readOnly);
+        return view(ViewGeometry.slice(offset, shape, strides, dtype, access.isPacked(), dim, start, stop, step), readOnly);
     }
 
     /**
@@ -804,12 +798,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * @throws IndexOutOfBoundsException if {@code index} is outside the dimension
      */
     public Tensor select(int dim, long index) {
-        int d = checkDim(dim);
-        long i = index < 0 ? index + shape[d] : index;
-        if (i < 0 || i >= shape[d]) {
-            throw new IndexOutOfBoundsException("index " + index + " out of range for dimension " + d + " of extent " + shape[d]);
-        }
-        return view(offsetOf(d, i), Shapes.remove(shape, d), Shapes.remove(strides, d), readOnly);
+        return view(ViewGeometry.select(offset, shape, strides, dtype, access.isPacked(), dim, index), readOnly);
     }
 
     /**
@@ -819,10 +808,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * @return a view sharing this tensor's memory
      */
     public Tensor flip(int dim) {
-        int d = checkDim(dim);
-        long[] st = strides.clone();
-        st[d] = -strides[d];
-        return view(offsetOf(d, Math.max(shape[d] - 1, 0)), shape.clone(), st, readOnly);
+        return view(ViewGeometry.flip(offset, shape, strides, dtype, access.isPacked(), dim), readOnly);
     }
 
     /**
@@ -833,31 +819,12 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * @throws IllegalArgumentException if {@code dims} is not a permutation
      */
     public Tensor permute(int... dims) {
-        if (dims.length != shape.length) {
-            throw new IllegalArgumentException("permute needs " + shape.length + " dimensions, got " + Arrays.toString(dims));
-        }
-        long[] s = new long[dims.length];
-        long[] st = new long[dims.length];
-        boolean[] seen = new boolean[dims.length];
-        for (int i = 0; i < dims.length; i++) {
-            int d = checkDim(dims[i]);
-            if (seen[d]) {
-                throw new IllegalArgumentException("repeated dimension in " + Arrays.toString(dims));
-            }
-            seen[d] = true;
-            s[i] = shape[d];
-            st[i] = strides[d];
-        }
-        return view(offset, s, st, readOnly);
+        return view(ViewGeometry.permute(offset, shape, strides, dims), readOnly);
     }
 
     /** {@return a view with all dimensions reversed, as NumPy's {@code a.T}} */
     public Tensor transpose() {
-        int[] dims = new int[shape.length];
-        for (int i = 0; i < dims.length; i++) {
-            dims[i] = dims.length - 1 - i;
-        }
-        return permute(dims);
+        return view(ViewGeometry.transpose(offset, shape, strides), readOnly);
     }
 
     /**
@@ -868,13 +835,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * @return a view sharing this tensor's memory
      */
     public Tensor transpose(int a, int b) {
-        int[] dims = new int[shape.length];
-        for (int i = 0; i < dims.length; i++) {
-            dims[i] = i;
-        }
-        dims[checkDim(a)] = b;
-        dims[checkDim(b)] = a;
-        return permute(dims);
+        return view(ViewGeometry.transpose(offset, shape, strides, a, b), readOnly);
     }
 
     /**
@@ -887,17 +848,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      *                                  the new shape (then {@code copy().reshape(...)} works)
      */
     public Tensor reshape(long... newShape) {
-        long[] s = Shapes.inferShape(newShape, numel);
-        if (access.isPacked()) {
-            return view(offset, s, Shapes.rowMajorStrides(s), readOnly);
-        }
-        long[] st = Shapes.reshapeStrides(shape, strides, s);
-        if (st == null) {
-            throw new IllegalArgumentException("cannot reshape a tensor of shape " + Arrays.toString(shape)
-                    + " and strides " + Arrays.toString(strides) + " to " + Arrays.toString(s)
-                    + " without copying; use copy().reshape(...)");
-        }
-        return view(offset, s, st, readOnly);
+        return view(ViewGeometry.reshape(offset, shape, strides, access.isPacked(), newShape), readOnly);
     }
 
     /**
@@ -909,31 +860,12 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * @throws IllegalArgumentException if the shapes are not compatible
      */
     public Tensor broadcastTo(long... newShape) {
-        if (newShape.length < shape.length) {
-            throw new IllegalArgumentException("cannot broadcast " + Arrays.toString(shape) + " to fewer dimensions " + Arrays.toString(newShape));
-        }
-        long[] s = newShape.clone();
-        long[] st = new long[s.length];
-        int lead = s.length - shape.length;
-        for (int i = 0; i < s.length; i++) {
-            if (s[i] < 0) {
-                throw new IllegalArgumentException("negative extent in " + Arrays.toString(newShape));
-            }
-            if (i >= lead) {
-                long old = shape[i - lead];
-                if (old == s[i]) {
-                    st[i] = strides[i - lead];
-                } else if (old != 1) {
-                    throw new IllegalArgumentException("cannot broadcast " + Arrays.toString(shape) + " to " + Arrays.toString(newShape));
-                }
-            }
-        }
-        return view(offset, s, st, true);
+        return view(ViewGeometry.broadcastTo(offset, shape, strides, newShape), true);
     }
 
     /** {@return a view that refuses writes} */
     public Tensor readOnly() {
-        return view(offset, shape.clone(), strides.clone(), true);
+        return view(new ViewGeometry.View(offset, shape.clone(), strides.clone()), true);
     }
 
     /**
@@ -991,36 +923,14 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return out;
     }
 
-    private Tensor view(long newOffset, long[] s, long[] st, boolean ro) {
-        if (access.isPacked() && !Shapes.isRowMajor(s, st)) {
+    /** A view of this tensor's memory with geometry {@code g} (from {@link ViewGeometry}). */
+    private Tensor view(ViewGeometry.View g, boolean ro) {
+        if (access.isPacked() && !Shapes.isRowMajor(g.shape(), g.strides())) {
             throw new UnsupportedOperationException("packed " + dtype + " tensors have no strided views; "
                     + "only reshape keeps them compact");
         }
         checkOpen();
-        // An empty view reaches no element; keep its offset inside the block all the same.
-        long o = Shapes.numel(s) == 0 ? offset : newOffset;
-        return new Tensor(memory, handle, false, o, s, st, dtype, device, ro, paddedSubByte);
-    }
-
-    private long offsetOf(int dim, long index) {
-        long elements = Math.multiplyExact(index, strides[dim]);
-        if (access.isPacked()) {
-            long bits = Math.multiplyExact(elements, (long) dtype.bits());
-            if (bits % 8 != 0) {
-                throw new UnsupportedOperationException("this view of packed " + dtype + " data would start inside a "
-                        + "byte; copy() the elements first");
-            }
-            return offset + bits / 8;
-        }
-        return offset + Math.multiplyExact(elements, (long) dtype.byteSize());
-    }
-
-    private int checkDim(int dim) {
-        int d = dim < 0 ? dim + shape.length : dim;
-        if (d < 0 || d >= shape.length) {
-            throw new IndexOutOfBoundsException("dimension " + dim + " out of range for a " + shape.length + "-d tensor");
-        }
-        return d;
+        return new Tensor(memory, handle, false, g.offset(), g.shape(), g.strides(), dtype, device, ro, paddedSubByte);
     }
 
     // ---------------------------------------------------------------- lifetime
@@ -1127,34 +1037,17 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return enterRead();
     }
 
+    /** The position of the element at {@code index} ({@link ViewGeometry#position}); the hot path of element access. */
     private long position(long[] index) {
-        if (index.length != shape.length) {
-            throw new IllegalArgumentException("a " + shape.length + "-d tensor needs " + shape.length
-                    + " indices, got " + index.length);
-        }
         if (!access.isSupported()) {
+            ViewGeometry.checkRank(shape.length, index); // a wrong rank is told first
             throw new UnsupportedOperationException("elements of dtype " + dtype + " cannot be read or written as numbers");
         }
-        long elements = 0;
-        for (int d = 0; d < index.length; d++) {
-            long i = index[d];
-            if (i < 0 || i >= shape[d]) {
-                throw new IndexOutOfBoundsException("index " + Arrays.toString(index) + " out of bounds for shape "
-                        + Arrays.toString(shape));
-            }
-            elements += i * strides[d];
-        }
-        return access.isPacked() ? offset * 8 + elements * dtype.bits() : offset + elements * dtype.byteSize();
-    }
-
-    /** Receives each element's row-major index and position. */
-    @FunctionalInterface
-    interface PositionVisitor {
-        void visit(long index, long position);
+        return ViewGeometry.position(offset, shape, strides, dtype, access.isPacked(), index);
     }
 
     /** Visits every element in row-major order, holding the memory open meanwhile. */
-    private void readEach(PositionVisitor v) {
+    private void readEach(ViewGeometry.PositionVisitor v) {
         MemoryOwner m = enterRead();
         try {
             forEachPosition(v);
@@ -1164,47 +1057,8 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     }
 
     /** Visits every element in row-major order; the caller holds {@link MemoryOwner#enter()}. */
-    void forEachPosition(PositionVisitor v) {
-        if (numel == 0) {
-            return;
-        }
-        if (access.isPacked()) {
-            for (long i = 0; i < numel; i++) {
-                v.visit(i, offset * 8 + i * dtype.bits());
-            }
-            return;
-        }
-        int nd = shape.length;
-        long unit = dtype.byteSize();
-        if (nd == 0) {
-            v.visit(0, offset);
-            return;
-        }
-        long[] idx = new long[nd];
-        long innerStride = strides[nd - 1] * unit;
-        long inner = shape[nd - 1];
-        long rowStart = offset;
-        long i = 0;
-        while (true) {
-            long pos = rowStart;
-            for (long k = 0; k < inner; k++, pos += innerStride) {
-                v.visit(i++, pos);
-            }
-            int d = nd - 2;
-            while (d >= 0) {
-                idx[d]++;
-                rowStart += strides[d] * unit;
-                if (idx[d] < shape[d]) {
-                    break;
-                }
-                rowStart -= idx[d] * strides[d] * unit;
-                idx[d] = 0;
-                d--;
-            }
-            if (d < 0) {
-                return;
-            }
-        }
+    private void forEachPosition(ViewGeometry.PositionVisitor v) {
+        ViewGeometry.forEachPosition(offset, shape, strides, dtype, access.isPacked(), v);
     }
 
     /**
