@@ -75,12 +75,8 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     private final boolean paddedSubByte;
     private final ElementAccess access;
     private final long numel;
-    /** Export structs kept for reuse, per ABI, made on an owning tensor's second export of that ABI; see {@link ExportPool}. */
-    private volatile ExportPool versionedPool;
-    private volatile ExportPool legacyPool;
-    /** Exports made without a pool (racy counts: they only decide when a pool is worth making). */
-    private int versionedExports;
-    private int legacyExports;
+    /** Export structs kept for reuse, per ABI, for an owning tensor; null for a view. */
+    private final ExportPools exportPools;
 
     Tensor(MemoryOwner memory, TensorHandle handle, boolean owning, long offset, long[] shape, long[] strides,
            DataType dtype, Device device, boolean readOnly, boolean paddedSubByte) {
@@ -96,6 +92,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         this.paddedSubByte = paddedSubByte;
         this.access = ElementAccess.of(dtype, dtype.isSubByte() && !paddedSubByte);
         this.numel = Shapes.numel(shape);
+        this.exportPools = owning ? new ExportPools() : null;
     }
 
     // ---------------------------------------------------------------- factories
@@ -942,50 +939,20 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     @Override
     public void close() {
         if (owning && handle.close()) {
-            closePool(versionedPool);
-            closePool(legacyPool);
+            exportPools.close();
         }
         // This tensor (or its memory) is what the safety net watches: reachable until the release
         // above is done, so that it runs here and not on the cleaner thread.
         Reference.reachabilityFence(this);
     }
 
-    private static void closePool(ExportPool pool) {
-        if (pool != null) {
-            pool.close();
-        }
-    }
-
     /**
      * The pool for this owning tensor's exports in one ABI, or null for a view, or while it has been
-     * exported only once that way (a tensor exported once never pays for a pool). Its blocks are
-     * freed when this tensor is closed or unreachable.
+     * exported only once that way (a tensor exported once never pays for a pool); see {@link ExportPools}.
      */
     ExportPool exportPool(boolean versioned) {
-        ExportPool pool = versioned ? versionedPool : legacyPool;
-        return pool != null || !owning ? pool : newExportPool(versioned);
-    }
-
-    private ExportPool newExportPool(boolean versioned) {
-        ExportPool pool;
-        if ((versioned ? versionedExports++ : legacyExports++) == 0) {
-            return null;
-        }
-        synchronized (handle) { // rare: once per tensor and ABI
-            pool = versioned ? versionedPool : legacyPool;
-            if (pool == null && !isClosed()) {
-                pool = ExportPool.create(this, versioned);
-                if (versioned) {
-                    versionedPool = pool;
-                } else {
-                    legacyPool = pool;
-                }
-                if (isClosed()) { // closed meanwhile, perhaps without seeing the pool
-                    pool.close();
-                }
-            }
-        }
-        return pool;
+        ExportPools pools = exportPools;
+        return pools == null ? null : pools.get(this, versioned);
     }
 
     MemoryOwner memory() {
