@@ -26,6 +26,7 @@ final class ExportPools {
         return pool != null ? pool : newExportPool(owner, versioned);
     }
 
+    /** Counts an export without a pool, and from the second one on makes the pool (unless the tensor is closed). */
     private ExportPool newExportPool(Tensor owner, boolean versioned) {
         ExportPool pool;
         if ((versioned ? versionedExports++ : legacyExports++) == 0) {
@@ -54,6 +55,7 @@ final class ExportPools {
         closePool(legacyPool);
     }
 
+    /** Closes {@code pool} unless it was never made. */
     private static void closePool(ExportPool pool) {
         if (pool != null) {
             pool.close();
