@@ -9,11 +9,11 @@ import java.lang.ref.Reference;
  * if it is never closed, a {@code Cleaner} runs it once it is unreachable.
  */
 public final class AllocationDeleter implements AutoCloseable {
-    private final Tensor.Handle handle;
+    private final TensorHandle handle;
     @SuppressWarnings("unused") // keeps the memory reachable, so that the cleaner waits for this object
     private final MemoryOwner memory;
 
-    AllocationDeleter(Tensor.Handle handle, MemoryOwner memory) {
+    AllocationDeleter(TensorHandle handle, MemoryOwner memory) {
         this.handle = handle;
         this.memory = memory;
     }

@@ -153,7 +153,7 @@ public final class ManagedTensor implements AutoCloseable {
                                  DataType dtype, long[] shape, long[] strides, long start, long length, long offset,
                                  boolean padded) {
         MemoryOwner memory = MemoryOwner.create(NativeMemory.at(start, length), release, false);
-        Tensor.Handle handle = new Tensor.Handle(memory.ownerHold());
+        TensorHandle handle = new TensorHandle(memory.ownerHold());
         boolean readOnly = (flags & DlpackFlags.READ_ONLY) != 0;
         Tensor view = new Tensor(memory, handle, false, offset, shape, strides, dtype, device, readOnly, padded);
         return new ManagedTensor(versioned, version, flags, view);

@@ -7,10 +7,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
 import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED;
 
-import io.github.dlpack4j.internal.SafetyNet;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.nio.Buffer;
 import java.nio.ByteBuffer;
@@ -64,51 +62,8 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
             LongBuffer.class, DataType.INT64, IntBuffer.class, DataType.INT32,
             ShortBuffer.class, DataType.INT16, CharBuffer.class, DataType.UINT16);
 
-    /** The open/closed state shared by an owning tensor and all views made from it. */
-    static final class Handle {
-        private static final java.lang.invoke.VarHandle CLOSED;
-
-        static {
-            try {
-                CLOSED = java.lang.invoke.MethodHandles.lookup().findVarHandle(Handle.class, "closed", boolean.class);
-            } catch (ReflectiveOperationException e) {
-                throw new ExceptionInInitializerError(e);
-            }
-        }
-
-        private volatile boolean closed;
-        private Cleaner.Cleanable hold;
-
-        Handle(Cleaner.Cleanable hold) {
-            this.hold = hold;
-        }
-
-        private Handle() {}
-
-        /** A handle holding one more reference to {@code memory}, released by close or once unreachable. */
-        static Handle holding(MemoryOwner memory) {
-            Handle h = new Handle();
-            h.hold = SafetyNet.register(h, memory::release);
-            return h;
-        }
-
-        /** Closes once; returns whether this call closed it. */
-        boolean close() {
-            if (!CLOSED.compareAndSet(this, false, true)) {
-                return false;
-            }
-            hold.clean();
-            Reference.reachabilityFence(this); // the referent of a share's hold
-            return true;
-        }
-
-        boolean isClosed() {
-            return closed;
-        }
-    }
-
     private final MemoryOwner memory;
-    private final Handle handle;
+    private final TensorHandle handle;
     private final boolean owning;
     /** Byte offset of element [0, ..., 0] from {@code memory.base}. */
     private final long offset;
@@ -120,14 +75,10 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     private final boolean paddedSubByte;
     private final ElementAccess access;
     private final long numel;
-    /** Export structs kept for reuse, per ABI, made on an owning tensor's second export of that ABI; see {@link ExportPool}. */
-    private volatile ExportPool versionedPool;
-    private volatile ExportPool legacyPool;
-    /** Exports made without a pool (racy counts: they only decide when a pool is worth making). */
-    private int versionedExports;
-    private int legacyExports;
+    /** Export structs kept for reuse, per ABI, for an owning tensor; null for a view. */
+    private final ExportPools exportPools;
 
-    Tensor(MemoryOwner memory, Handle handle, boolean owning, long offset, long[] shape, long[] strides,
+    Tensor(MemoryOwner memory, TensorHandle handle, boolean owning, long offset, long[] shape, long[] strides,
            DataType dtype, Device device, boolean readOnly, boolean paddedSubByte) {
         this.memory = memory;
         this.handle = handle;
@@ -141,6 +92,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         this.paddedSubByte = paddedSubByte;
         this.access = ElementAccess.of(dtype, dtype.isSubByte() && !paddedSubByte);
         this.numel = Shapes.numel(shape);
+        this.exportPools = owning ? new ExportPools() : null;
     }
 
     // ---------------------------------------------------------------- factories
@@ -165,7 +117,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         long bytes = dtype.storageBytes(n, false);
         MemorySegment seg = NativeMemory.allocateData(bytes);
         MemoryOwner m = MemoryOwner.create(seg, () -> NativeMemory.free(seg, bytes), false);
-        Handle h = new Handle(m.ownerHold());
+        TensorHandle h = new TensorHandle(m.ownerHold());
         return new Tensor(m, h, true, 0, s, Shapes.rowMajorStrides(s), dtype, Device.CPU, false, false);
     }
 
@@ -377,7 +329,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         MemoryOwner m = release == null
                 ? MemoryOwner.create(segment, () -> { }, true)
                 : MemoryOwner.create(segment, release, false);
-        return new Tensor(m, new Handle(m.ownerHold()), true, byteOffset, s, st, dtype, Device.CPU,
+        return new Tensor(m, new TensorHandle(m.ownerHold()), true, byteOffset, s, st, dtype, Device.CPU,
                 segment.isReadOnly(), false);
     }
 
@@ -831,13 +783,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * @return a view sharing this tensor's memory
      */
     public Tensor slice(int dim, long start, long stop, long step) {
-        int d = checkDim(dim);
-        long[] r = Shapes.sliceIndices(shape[d], start, stop, step);
-        long[] s = shape.clone();
-        long[] st = strides.clone();
-        s[d] = r[1];
-        st[d] = Math.multiplyExact(strides[d], step);
-        return view(offsetOf(d, r[0]), s, st, readOnly);
+        return view(ViewGeometry.slice(offset, shape, strides, dtype, access.isPacked(), dim, start, stop, step), readOnly);
     }
 
     /**
@@ -849,12 +795,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * @throws IndexOutOfBoundsException if {@code index} is outside the dimension
      */
     public Tensor select(int dim, long index) {
-        int d = checkDim(dim);
-        long i = index < 0 ? index + shape[d] : index;
-        if (i < 0 || i >= shape[d]) {
-            throw new IndexOutOfBoundsException("index " + index + " out of range for dimension " + d + " of extent " + shape[d]);
-        }
-        return view(offsetOf(d, i), Shapes.remove(shape, d), Shapes.remove(strides, d), readOnly);
+        return view(ViewGeometry.select(offset, shape, strides, dtype, access.isPacked(), dim, index), readOnly);
     }
 
     /**
@@ -864,10 +805,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * @return a view sharing this tensor's memory
      */
     public Tensor flip(int dim) {
-        int d = checkDim(dim);
-        long[] st = strides.clone();
-        st[d] = -strides[d];
-        return view(offsetOf(d, Math.max(shape[d] - 1, 0)), shape.clone(), st, readOnly);
+        return view(ViewGeometry.flip(offset, shape, strides, dtype, access.isPacked(), dim), readOnly);
     }
 
     /**
@@ -878,31 +816,12 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * @throws IllegalArgumentException if {@code dims} is not a permutation
      */
     public Tensor permute(int... dims) {
-        if (dims.length != shape.length) {
-            throw new IllegalArgumentException("permute needs " + shape.length + " dimensions, got " + Arrays.toString(dims));
-        }
-        long[] s = new long[dims.length];
-        long[] st = new long[dims.length];
-        boolean[] seen = new boolean[dims.length];
-        for (int i = 0; i < dims.length; i++) {
-            int d = checkDim(dims[i]);
-            if (seen[d]) {
-                throw new IllegalArgumentException("repeated dimension in " + Arrays.toString(dims));
-            }
-            seen[d] = true;
-            s[i] = shape[d];
-            st[i] = strides[d];
-        }
-        return view(offset, s, st, readOnly);
+        return view(ViewGeometry.permute(offset, shape, strides, dims), readOnly);
     }
 
     /** {@return a view with all dimensions reversed, as NumPy's {@code a.T}} */
     public Tensor transpose() {
-        int[] dims = new int[shape.length];
-        for (int i = 0; i < dims.length; i++) {
-            dims[i] = dims.length - 1 - i;
-        }
-        return permute(dims);
+        return view(ViewGeometry.transpose(offset, shape, strides), readOnly);
     }
 
     /**
@@ -913,13 +832,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * @return a view sharing this tensor's memory
      */
     public Tensor transpose(int a, int b) {
-        int[] dims = new int[shape.length];
-        for (int i = 0; i < dims.length; i++) {
-            dims[i] = i;
-        }
-        dims[checkDim(a)] = b;
-        dims[checkDim(b)] = a;
-        return permute(dims);
+        return view(ViewGeometry.transpose(offset, shape, strides, a, b), readOnly);
     }
 
     /**
@@ -932,17 +845,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      *                                  the new shape (then {@code copy().reshape(...)} works)
      */
     public Tensor reshape(long... newShape) {
-        long[] s = Shapes.inferShape(newShape, numel);
-        if (access.isPacked()) {
-            return view(offset, s, Shapes.rowMajorStrides(s), readOnly);
-        }
-        long[] st = Shapes.reshapeStrides(shape, strides, s);
-        if (st == null) {
-            throw new IllegalArgumentException("cannot reshape a tensor of shape " + Arrays.toString(shape)
-                    + " and strides " + Arrays.toString(strides) + " to " + Arrays.toString(s)
-                    + " without copying; use copy().reshape(...)");
-        }
-        return view(offset, s, st, readOnly);
+        return view(ViewGeometry.reshape(offset, shape, strides, access.isPacked(), newShape), readOnly);
     }
 
     /**
@@ -954,31 +857,12 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * @throws IllegalArgumentException if the shapes are not compatible
      */
     public Tensor broadcastTo(long... newShape) {
-        if (newShape.length < shape.length) {
-            throw new IllegalArgumentException("cannot broadcast " + Arrays.toString(shape) + " to fewer dimensions " + Arrays.toString(newShape));
-        }
-        long[] s = newShape.clone();
-        long[] st = new long[s.length];
-        int lead = s.length - shape.length;
-        for (int i = 0; i < s.length; i++) {
-            if (s[i] < 0) {
-                throw new IllegalArgumentException("negative extent in " + Arrays.toString(newShape));
-            }
-            if (i >= lead) {
-                long old = shape[i - lead];
-                if (old == s[i]) {
-                    st[i] = strides[i - lead];
-                } else if (old != 1) {
-                    throw new IllegalArgumentException("cannot broadcast " + Arrays.toString(shape) + " to " + Arrays.toString(newShape));
-                }
-            }
-        }
-        return view(offset, s, st, true);
+        return view(ViewGeometry.broadcastTo(offset, shape, strides, newShape), true);
     }
 
     /** {@return a view that refuses writes} */
     public Tensor readOnly() {
-        return view(offset, shape.clone(), strides.clone(), true);
+        return view(new ViewGeometry.View(offset, shape.clone(), strides.clone()), true);
     }
 
     /**
@@ -994,9 +878,9 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     public Tensor share() {
         checkOpen();
         memory.retain(); // throws if the memory was released meanwhile
-        Handle h;
+        TensorHandle h;
         try {
-            h = Handle.holding(memory);
+            h = TensorHandle.holding(memory);
         } catch (RuntimeException | Error e) {
             memory.release();
             throw e;
@@ -1036,36 +920,14 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return out;
     }
 
-    private Tensor view(long newOffset, long[] s, long[] st, boolean ro) {
-        if (access.isPacked() && !Shapes.isRowMajor(s, st)) {
+    /** A view of this tensor's memory with geometry {@code g} (from {@link ViewGeometry}). */
+    private Tensor view(ViewGeometry.View g, boolean ro) {
+        if (access.isPacked() && !Shapes.isRowMajor(g.shape(), g.strides())) {
             throw new UnsupportedOperationException("packed " + dtype + " tensors have no strided views; "
                     + "only reshape keeps them compact");
         }
         checkOpen();
-        // An empty view reaches no element; keep its offset inside the block all the same.
-        long o = Shapes.numel(s) == 0 ? offset : newOffset;
-        return new Tensor(memory, handle, false, o, s, st, dtype, device, ro, paddedSubByte);
-    }
-
-    private long offsetOf(int dim, long index) {
-        long elements = Math.multiplyExact(index, strides[dim]);
-        if (access.isPacked()) {
-            long bits = Math.multiplyExact(elements, (long) dtype.bits());
-            if (bits % 8 != 0) {
-                throw new UnsupportedOperationException("this view of packed " + dtype + " data would start inside a "
-                        + "byte; copy() the elements first");
-            }
-            return offset + bits / 8;
-        }
-        return offset + Math.multiplyExact(elements, (long) dtype.byteSize());
-    }
-
-    private int checkDim(int dim) {
-        int d = dim < 0 ? dim + shape.length : dim;
-        if (d < 0 || d >= shape.length) {
-            throw new IndexOutOfBoundsException("dimension " + dim + " out of range for a " + shape.length + "-d tensor");
-        }
-        return d;
+        return new Tensor(memory, handle, false, g.offset(), g.shape(), g.strides(), dtype, device, ro, paddedSubByte);
     }
 
     // ---------------------------------------------------------------- lifetime
@@ -1077,57 +939,27 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     @Override
     public void close() {
         if (owning && handle.close()) {
-            closePool(versionedPool);
-            closePool(legacyPool);
+            exportPools.close();
         }
         // This tensor (or its memory) is what the safety net watches: reachable until the release
         // above is done, so that it runs here and not on the cleaner thread.
         Reference.reachabilityFence(this);
     }
 
-    private static void closePool(ExportPool pool) {
-        if (pool != null) {
-            pool.close();
-        }
-    }
-
     /**
      * The pool for this owning tensor's exports in one ABI, or null for a view, or while it has been
-     * exported only once that way (a tensor exported once never pays for a pool). Its blocks are
-     * freed when this tensor is closed or unreachable.
+     * exported only once that way (a tensor exported once never pays for a pool); see {@link ExportPools}.
      */
     ExportPool exportPool(boolean versioned) {
-        ExportPool pool = versioned ? versionedPool : legacyPool;
-        return pool != null || !owning ? pool : newExportPool(versioned);
-    }
-
-    private ExportPool newExportPool(boolean versioned) {
-        ExportPool pool;
-        if ((versioned ? versionedExports++ : legacyExports++) == 0) {
-            return null;
-        }
-        synchronized (handle) { // rare: once per tensor and ABI
-            pool = versioned ? versionedPool : legacyPool;
-            if (pool == null && !isClosed()) {
-                pool = ExportPool.create(this, versioned);
-                if (versioned) {
-                    versionedPool = pool;
-                } else {
-                    legacyPool = pool;
-                }
-                if (isClosed()) { // closed meanwhile, perhaps without seeing the pool
-                    pool.close();
-                }
-            }
-        }
-        return pool;
+        ExportPools pools = exportPools;
+        return pools == null ? null : pools.get(this, versioned);
     }
 
     MemoryOwner memory() {
         return memory;
     }
 
-    Handle handle() {
+    TensorHandle handle() {
         return handle;
     }
 
@@ -1172,34 +1004,17 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         return enterRead();
     }
 
+    /** The position of the element at {@code index} ({@link ViewGeometry#position}); the hot path of element access. */
     private long position(long[] index) {
-        if (index.length != shape.length) {
-            throw new IllegalArgumentException("a " + shape.length + "-d tensor needs " + shape.length
-                    + " indices, got " + index.length);
-        }
         if (!access.isSupported()) {
+            ViewGeometry.checkRank(shape.length, index); // a wrong rank is told first
             throw new UnsupportedOperationException("elements of dtype " + dtype + " cannot be read or written as numbers");
         }
-        long elements = 0;
-        for (int d = 0; d < index.length; d++) {
-            long i = index[d];
-            if (i < 0 || i >= shape[d]) {
-                throw new IndexOutOfBoundsException("index " + Arrays.toString(index) + " out of bounds for shape "
-                        + Arrays.toString(shape));
-            }
-            elements += i * strides[d];
-        }
-        return access.isPacked() ? offset * 8 + elements * dtype.bits() : offset + elements * dtype.byteSize();
-    }
-
-    /** Receives each element's row-major index and position. */
-    @FunctionalInterface
-    interface PositionVisitor {
-        void visit(long index, long position);
+        return ViewGeometry.position(offset, shape, strides, dtype, access.isPacked(), index);
     }
 
     /** Visits every element in row-major order, holding the memory open meanwhile. */
-    private void readEach(PositionVisitor v) {
+    private void readEach(ViewGeometry.PositionVisitor v) {
         MemoryOwner m = enterRead();
         try {
             forEachPosition(v);
@@ -1209,47 +1024,8 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     }
 
     /** Visits every element in row-major order; the caller holds {@link MemoryOwner#enter()}. */
-    void forEachPosition(PositionVisitor v) {
-        if (numel == 0) {
-            return;
-        }
-        if (access.isPacked()) {
-            for (long i = 0; i < numel; i++) {
-                v.visit(i, offset * 8 + i * dtype.bits());
-            }
-            return;
-        }
-        int nd = shape.length;
-        long unit = dtype.byteSize();
-        if (nd == 0) {
-            v.visit(0, offset);
-            return;
-        }
-        long[] idx = new long[nd];
-        long innerStride = strides[nd - 1] * unit;
-        long inner = shape[nd - 1];
-        long rowStart = offset;
-        long i = 0;
-        while (true) {
-            long pos = rowStart;
-            for (long k = 0; k < inner; k++, pos += innerStride) {
-                v.visit(i++, pos);
-            }
-            int d = nd - 2;
-            while (d >= 0) {
-                idx[d]++;
-                rowStart += strides[d] * unit;
-                if (idx[d] < shape[d]) {
-                    break;
-                }
-                rowStart -= idx[d] * strides[d] * unit;
-                idx[d] = 0;
-                d--;
-            }
-            if (d < 0) {
-                return;
-            }
-        }
+    private void forEachPosition(ViewGeometry.PositionVisitor v) {
+        ViewGeometry.forEachPosition(offset, shape, strides, dtype, access.isPacked(), v);
     }
 
     /**
