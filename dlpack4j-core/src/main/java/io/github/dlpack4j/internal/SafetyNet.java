@@ -112,7 +112,6 @@ public final class SafetyNet {
         @Override
         public void clean() {
             if (take()) {
-                clear();
                 action.run();
             }
         }

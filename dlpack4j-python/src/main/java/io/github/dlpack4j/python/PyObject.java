@@ -3,6 +3,7 @@ package io.github.dlpack4j.python;
 import io.github.dlpack4j.internal.SafetyNet;
 import io.github.dlpack4j.python.interpreter.CApi;
 import io.github.dlpack4j.python.interpreter.Convert;
+import io.github.dlpack4j.python.interpreter.CpythonLayout;
 import io.github.dlpack4j.python.interpreter.Gil;
 import io.github.dlpack4j.python.interpreter.Names;
 import io.github.dlpack4j.python.interpreter.PendingReleases;
@@ -78,14 +79,15 @@ public final class PyObject implements AutoCloseable {
         }
     }
 
-    private final MemorySegment ptr;
+    /** The {@code PyObject*} (a long, not a segment: no object kept per reference). */
+    private final long ptr;
     private final Cleaner.Cleanable cleanable;
     /** Set once by {@link #close()}, through {@link #CLOSED} (a field, not an AtomicBoolean: one object less per call). */
     private volatile boolean closed;
 
     private PyObject(MemorySegment ptr) {
-        this.ptr = ptr;
-        this.cleanable = SafetyNet.register(this, new Release(ptr.address()));
+        this.ptr = ptr.address();
+        this.cleanable = SafetyNet.register(this, new Release(this.ptr));
     }
 
     /** Takes over a new reference (not NULL). */
@@ -130,20 +132,21 @@ public final class PyObject implements AutoCloseable {
     /** {@return the {@code PyObject*}, for code that calls the C API itself} Valid while this is open. */
     public MemorySegment address() {
         checkOpen();
-        return ptr;
+        return MemorySegment.ofAddress(ptr);
     }
 
     /** A new reference to the object, for the C API; the caller owns it. Needs the GIL. */
     MemorySegment newReference() {
         checkOpen();
-        Refs.incRef(ptr);
-        return ptr;
+        MemorySegment p = MemorySegment.ofAddress(ptr);
+        Refs.incRef(p);
+        return p;
     }
 
     /** The object pointer without a new reference; needs the GIL and an open object. */
     MemorySegment borrow() {
         checkOpen();
-        return ptr;
+        return MemorySegment.ofAddress(ptr);
     }
 
     private void checkOpen() {
@@ -353,7 +356,7 @@ public final class PyObject implements AutoCloseable {
     /** {@return whether this is {@code None}} */
     public boolean isNone() {
         checkOpen();
-        return Convert.isNone(ptr);
+        return ptr == CpythonLayout.NONE.address();
     }
 
     /**
@@ -372,7 +375,10 @@ public final class PyObject implements AutoCloseable {
     /** Releases the reference; idempotent. Any later use throws {@link IllegalStateException}. */
     @Override
     public void close() {
-        if (CLOSED.compareAndSet(this, false, true)) {
+        // No compare-and-set: the safety net's entry runs the release once however many threads
+        // close; the flag only makes later uses throw.
+        if (!closed) {
+            CLOSED.setRelease(this, true);
             cleanable.clean();
         }
         // This object is the safety net's referent: reachable until clean() is done, so that the

@@ -61,9 +61,27 @@ public record Interpreter(String version, String executable, MemorySegment globa
                 checkNativeAccess();
                 Interpreter made = make.get();
                 CpythonLayout.checkObjectHeader();
+                Refs.countInJava(made.minorVersion(), Gil.with(() -> sysHas("gettotalrefcount")));
                 instance = made;
             }
             return instance;
+        }
+    }
+
+    /** {@return the minor version, from {@code sys.version} ("3.12.1 (main, ...)")} */
+    int minorVersion() {
+        return Integer.parseInt(version.split("[. ]", 3)[1]);
+    }
+
+    /** Whether {@code sys} has the attribute {@code name}; needs the GIL. */
+    private static boolean sysHas(String name) {
+        MemorySegment sys = Names.importModule("sys");
+        try (Arena arena = Arena.ofConfined()) {
+            return (int) CApi.PyObject_HasAttrString.invokeExact(sys, arena.allocateFrom(name)) == 1;
+        } catch (Throwable t) {
+            throw PyErrors.unchecked(t);
+        } finally {
+            Refs.decRef(sys);
         }
     }
 

@@ -35,4 +35,14 @@ public final class RawMemory {
     public static long word(long address) {
         return MEMORY.get(ValueLayout.JAVA_LONG_UNALIGNED, address);
     }
+
+    /**
+     * Writes the pointer-sized word at {@code address} (a reference count, with the GIL held).
+     *
+     * @param address where the word is
+     * @param value   what to write
+     */
+    public static void putWord(long address, long value) {
+        MEMORY.set(ValueLayout.JAVA_LONG_UNALIGNED, address, value);
+    }
 }
