@@ -100,6 +100,30 @@ public class PythonCallBench {
                         name.substring(name.lastIndexOf('.') + 1), java, timeit.asDouble(), java / timeit.asDouble());
             }
         }
+        if (name.endsWith(".javaCallsPythonFromAVirtualThread")) {
+            long bestPlatform = Long.MAX_VALUE;
+            long bestVirtual = Long.MAX_VALUE;
+            try {
+                for (int round = 0; round < 5; round++) {
+                    long t0 = System.nanoTime();
+                    for (int i = 0; i < 20; i++) {
+                        calls(false, 1000);
+                    }
+                    long t1 = System.nanoTime();
+                    for (int i = 0; i < 20; i++) {
+                        fromAVirtualThread(1000);
+                    }
+                    long t2 = System.nanoTime();
+                    bestPlatform = Math.min(bestPlatform, t1 - t0);
+                    bestVirtual = Math.min(bestVirtual, t2 - t1);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            System.out.printf("%n[in-fork] virtualThreadHop: f.invoke() from a platform thread %.1f ns, from a virtual "
+                    + "thread %.1f ns: the hop %.2f us%n", bestPlatform / 20_000.0, bestVirtual / 20_000.0,
+                    (bestVirtual - bestPlatform) / 20_000.0 / 1000);
+        }
         f.close();
         loop.close();
     }
@@ -145,6 +169,24 @@ public class PythonCallBench {
     @OperationsPerInvocation(1000)
     public int javaCallsPythonKeepingTheResultInScope() {
         return py.withGil(() -> calls(true, 1000));
+    }
+
+    /**
+     * {@code f.invoke()} from a virtual thread, 1,000 per thread started: each call hops to one of
+     * the runtime's platform threads and back (the start and join, about 20 µs, spread over 1,000
+     * calls). The hop's cost is this minus {@link #javaCallsPython}; the {@code [in-fork]} line
+     * times both back to back.
+     */
+    @Benchmark
+    @OperationsPerInvocation(1000)
+    public int javaCallsPythonFromAVirtualThread() throws InterruptedException {
+        return fromAVirtualThread(1000);
+    }
+
+    private int fromAVirtualThread(int n) throws InterruptedException {
+        int[] nones = new int[1];
+        Thread.ofVirtual().start(() -> nones[0] = calls(false, n)).join();
+        return nones[0];
     }
 
     /**

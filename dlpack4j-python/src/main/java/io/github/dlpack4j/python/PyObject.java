@@ -9,6 +9,7 @@ import io.github.dlpack4j.python.interpreter.Names;
 import io.github.dlpack4j.python.interpreter.PendingReleases;
 import io.github.dlpack4j.python.interpreter.PyErrors;
 import io.github.dlpack4j.python.interpreter.PyObjects;
+import io.github.dlpack4j.python.interpreter.PythonThreads;
 import io.github.dlpack4j.python.interpreter.Refs;
 import io.github.dlpack4j.python.interpreter.Shutdown;
 import java.lang.foreign.Arena;
@@ -224,6 +225,9 @@ public final class PyObject implements AutoCloseable {
      * @return a new reference to the result
      */
     public PyObject call(Object... args) {
+        if (Thread.currentThread().isVirtual()) {
+            return PythonThreads.callUnchecked(() -> call(args));
+        }
         int g = Gil.acquire();
         try {
             if (args.length == 0) {
@@ -273,6 +277,9 @@ public final class PyObject implements AutoCloseable {
      * @return the result as a Java value
      */
     public Object invoke(Object... args) {
+        if (Thread.currentThread().isVirtual()) {
+            return PythonThreads.callUnchecked(() -> invoke(args));
+        }
         int g = Gil.acquire();
         try {
             MemorySegment result;

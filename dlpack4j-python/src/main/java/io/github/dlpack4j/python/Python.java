@@ -7,6 +7,7 @@ import io.github.dlpack4j.python.interpreter.Interpreter;
 import io.github.dlpack4j.python.interpreter.JavaFunctions;
 import io.github.dlpack4j.python.interpreter.Names;
 import io.github.dlpack4j.python.interpreter.PyErrors;
+import io.github.dlpack4j.python.interpreter.PythonThreads;
 import io.github.dlpack4j.python.interpreter.Refs;
 import io.github.dlpack4j.python.protocol.HostDetachSteps;
 import java.lang.foreign.Arena;
@@ -23,10 +24,15 @@ import java.util.function.Supplier;
  * {@link #attach()} joins an interpreter already running in the process, as when Python (JPype)
  * started the JVM. There is one interpreter per process; it is never finalized.
  *
- * <p>Any platform thread may call any method at any time: each call takes the GIL for its own
- * duration only, so no Java thread holds it while idle and a long Python computation in one thread
- * does not stop Java threads that don't call Python. Virtual threads get a clear error. A batch of
- * calls runs faster in one {@link #withGil(Supplier) GIL scope}, where no call takes the GIL again.
+ * <p>Any thread may call any method at any time: each call takes the GIL for its own duration only,
+ * so no Java thread holds it while idle and a long Python computation in one thread does not stop
+ * Java threads that don't call Python. A platform thread calls Python itself. A virtual thread's
+ * call, or its whole {@link #withGil(Supplier) GIL scope}, runs on one of a few platform threads
+ * that the runtime keeps for them ({@code dlpack4j-python-N}; their number is the system property
+ * {@code dlpack4j.python.threads}, else the processor count between 2 and 8), while the virtual
+ * thread waits without pinning its carrier: results, exceptions and tensors come back as from a
+ * direct call, without copies. A batch of calls runs faster in one GIL scope, where no call takes
+ * the GIL again.
  *
  * {@snippet :
  * Python py = Python.start();
@@ -68,6 +74,9 @@ public final class Python {
      * @return the process's one interpreter
      */
     public static Python start() {
+        if (Thread.currentThread().isVirtual()) { // the interpreter's first thread state stays with its thread
+            return PythonThreads.callUnchecked(Python::start);
+        }
         return of(Interpreter.start());
     }
 
@@ -80,6 +89,9 @@ public final class Python {
      *                               older than 3.10 or free-threaded
      */
     public static Python attach() {
+        if (Thread.currentThread().isVirtual()) {
+            return PythonThreads.callUnchecked(Python::attach);
+        }
         HostDetachSteps.register(); // before the host can exit: what the DLPack side lets go of then
         return of(Interpreter.attach());
     }
@@ -114,8 +126,10 @@ public final class Python {
      * @param <T>  what {@code body} computes
      * @param body the work to run holding the GIL
      * @return what {@code body} returned
-     * @throws IllegalStateException on a virtual thread (it may change OS threads while holding the
-     *                               GIL); nothing is run then
+     *
+     * <p>On a virtual thread the whole body runs on one of the runtime's platform threads (a virtual
+     * thread may change OS threads, and the GIL belongs to one), which the virtual thread waits for;
+     * inside the body, {@code Thread.currentThread()} is that platform thread.
      */
     public <T> T withGil(Supplier<T> body) {
         Objects.requireNonNull(body, "body");
@@ -126,7 +140,6 @@ public final class Python {
      * {@link #withGil(Supplier)} for a body without a result.
      *
      * @param body the work to run holding the GIL
-     * @throws IllegalStateException on a virtual thread; nothing is run then
      */
     public void withGil(Runnable body) {
         Objects.requireNonNull(body, "body");
@@ -172,6 +185,9 @@ public final class Python {
     }
 
     private PyObject run(String code, int mode) {
+        if (Thread.currentThread().isVirtual()) {
+            return PythonThreads.callUnchecked(() -> run(code, mode));
+        }
         int g = Gil.acquire();
         try (Arena arena = Arena.ofConfined()) {
             return PyObject.stealChecked((MemorySegment) CApi.PyRun_String.invokeExact(

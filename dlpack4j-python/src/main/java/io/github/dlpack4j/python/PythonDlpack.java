@@ -4,6 +4,7 @@ import io.github.dlpack4j.DlpackExporter;
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.python.interpreter.Gil;
+import io.github.dlpack4j.python.interpreter.PythonThreads;
 import io.github.dlpack4j.python.protocol.ImportNegotiation;
 import io.github.dlpack4j.python.protocol.JavaTensorType;
 
@@ -37,7 +38,11 @@ public final class PythonDlpack {
      * @throws io.github.dlpack4j.DlpackException if {@code source} does not speak DLPack, or its tensor breaks the rules
      */
     public static ManagedTensor fromDlpack(PyObject source) {
-        return new ImportNegotiation(java.util.Objects.requireNonNull(source, "source")).importTensor();
+        ImportNegotiation negotiation = new ImportNegotiation(java.util.Objects.requireNonNull(source, "source"));
+        if (Thread.currentThread().isVirtual()) {
+            return PythonThreads.callUnchecked(negotiation::importTensor);
+        }
+        return negotiation.importTensor();
     }
 
     /**

@@ -7,6 +7,7 @@ import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.python.interpreter.Gil;
 import io.github.dlpack4j.python.interpreter.PendingReleases;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -185,20 +186,39 @@ class GilScopeTest {
 
     @Test
     @Tag("any-cpython")
-    void aVirtualThreadIsRefusedAScopeAndItsBodyNeverRuns() throws Exception {
+    void aVirtualThreadsScopeRunsItsWholeBodyOnOnePlatformThreadHoldingTheGil() throws Exception {
         AtomicReference<Throwable> error = new AtomicReference<>();
-        AtomicBoolean ran = new AtomicBoolean();
+        List<Thread> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        AtomicBoolean heldThroughout = new AtomicBoolean(true);
         Thread vt = Thread.ofVirtual().start(() -> {
             try {
-                PY.withGil(() -> ran.set(true));
+                long r = PY.withGil(() -> {
+                    seen.add(Thread.currentThread());
+                    heldThroughout.compareAndSet(true, Gil.isHeld());
+                    long sum = 0;
+                    for (int i = 0; i < 50; i++) {
+                        try (PyObject v = PY.eval(Integer.toString(i))) {
+                            sum += v.asLong();
+                        }
+                        seen.add(Thread.currentThread());
+                    }
+                    heldThroughout.compareAndSet(true, Gil.isHeld());
+                    return sum;
+                });
+                assertThat(r).isEqualTo(49 * 50 / 2);
             } catch (Throwable t) {
                 error.set(t);
             }
         });
         vt.join(10_000);
         assertThat(vt.isAlive()).isFalse();
-        assertThat(ran).isFalse();
-        assertThat(error.get()).isInstanceOf(IllegalStateException.class).hasMessageContaining("virtual thread");
+        assertThat(error.get()).isNull();
+        assertThat(seen).hasSize(51).allSatisfy(t -> {
+            assertThat(t.isVirtual()).isFalse();
+            assertThat(t.getName()).startsWith("dlpack4j-python-");
+        });
+        assertThat(new java.util.HashSet<>(seen)).as("one platform thread for the whole body").hasSize(1);
+        assertThat(heldThroughout).isTrue();
     }
 
     @Test

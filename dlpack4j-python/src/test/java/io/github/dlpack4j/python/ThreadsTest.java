@@ -194,19 +194,29 @@ class ThreadsTest {
 
     @Test
     @Tag("any-cpython")
-    void aVirtualThreadGetsAClearErrorInsteadOfADeadlock() throws Exception {
+    void aVirtualThreadsCallRunsOnADlpack4jPythonThreadAndAPlatformThreadsOnItself() throws Exception {
         AtomicReference<Throwable> error = new AtomicReference<>();
-        Thread vt = Thread.ofVirtual().start(() -> {
-            try {
-                PY.eval("1 + 1").close();
-            } catch (Throwable t) {
-                error.set(t);
-            }
-        });
-        vt.join(10_000);
-        assertThat(vt.isAlive()).isFalse();
-        assertThat(error.get()).isInstanceOf(IllegalStateException.class).hasMessageContaining("virtual thread")
-                .hasMessageContaining("platform thread");
+        AtomicReference<String> ranOn = new AtomicReference<>();
+        try (PyObject where = PY.function(args -> {
+            ranOn.set(Thread.currentThread().getName() + (Thread.currentThread().isVirtual() ? " (virtual)" : ""));
+            return 2;
+        })) {
+            Thread vt = Thread.ofVirtual().name("caller").start(() -> {
+                try {
+                    assertThat(where.invoke()).isEqualTo(2L);
+                } catch (Throwable t) {
+                    error.set(t);
+                }
+            });
+            vt.join(10_000);
+            assertThat(vt.isAlive()).isFalse();
+            assertThat(error.get()).isNull();
+            assertThat(ranOn.get()).startsWith("dlpack4j-python-").doesNotContain("virtual");
+
+            Thread platform = Thread.ofPlatform().name("platform-caller").start(() -> where.invoke());
+            platform.join(10_000);
+            assertThat(ranOn.get()).isEqualTo("platform-caller");
+        }
     }
 
     @Test

@@ -23,8 +23,10 @@ import java.util.function.Supplier;
  * Java (a foreign deleter of one of our exports, a user's own upcall); such a call then takes the
  * GIL the ordinary way, with the same thread state, and gives it back to where it was.
  *
- * <p>Virtual threads are refused: one may move to another OS thread while it holds the GIL, which
- * would leave CPython's thread state on the wrong thread.
+ * <p>A virtual thread never takes the GIL: one may move to another OS thread while it holds it,
+ * which would leave CPython's thread state on the wrong thread. {@link #with} and {@link #scope}
+ * hand its work to {@link PythonThreads}, as the public methods that take the GIL themselves
+ * ({@link #acquire}) do before they do.
  */
 public final class Gil {
     /** What {@link #acquire} returns inside a scope: nothing was taken, nothing is given back. */
@@ -62,8 +64,9 @@ public final class Gil {
     private static int ensure(PerThread t) {
         try {
             if (!t.pinned && Thread.currentThread().isVirtual()) {
-                throw new IllegalStateException("Python cannot be called from a virtual thread (it may change OS "
-                        + "threads while holding the GIL); call it from a platform thread, e.g. a fixed thread pool");
+                // Every entry point hands a virtual thread's work to PythonThreads first.
+                throw new IllegalStateException("internal error: a virtual thread reached the GIL (it may change OS "
+                        + "threads while holding it); its call should have run on a dlpack4j-python thread");
             }
             enter();
             // The first Ensure takes the GIL (release gives it back); the pin, taken second, only
@@ -149,6 +152,9 @@ public final class Gil {
      * that their downcalls are compiled inline.
      */
     public static <T> T with(Body<T> body) {
+        if (Thread.currentThread().isVirtual()) {
+            return PythonThreads.callUnchecked(() -> with(body));
+        }
         int g = acquire();
         try {
             return body.run();
@@ -164,6 +170,9 @@ public final class Gil {
      * it held and only counts; the outermost one gives it back however the body ends.
      */
     public static <T> T scope(Supplier<T> body) {
+        if (Thread.currentThread().isVirtual()) {
+            return PythonThreads.callUnchecked(() -> scope(body)); // the whole body on one platform thread
+        }
         PerThread t = THREAD.get();
         int g = acquire();
         t.scopes++;
