@@ -18,6 +18,10 @@ import org.apache.arrow.vector.ExtensionTypeVector;
  * memory while the reference is held, and reports it as a leak if its allocator is closed meanwhile.
  */
 final class ArrowToTensor {
+    /** The element shape and strides of a vector of one value per row; never written ({@link #of} copies them). */
+    private static final long[] NO_DIMS = {};
+    private static final List<Long> ONE_PER_ROW = List.of(1L);
+
     private ArrowToTensor() {}
 
     /**
@@ -69,6 +73,22 @@ final class ArrowToTensor {
     static Layout layout(FieldVector vector) {
         FixedShapeTensor fixedShape = FixedShapeTensor.of(vector.getField());
         FieldVector v = vector instanceof ExtensionTypeVector<?> e ? e.getUnderlyingVector() : vector;
+        if (fixedShape == null && !(v instanceof FixedSizeListVector)) {
+            // One value per row, the common case, in a method small enough for C2 to inline into
+            // of(), where escape analysis then removes the Layout (see listLayout).
+            return new Layout(v, ArrowTypes.dtypeOf(v), 1, NO_DIMS, NO_DIMS, List.of(v), ONE_PER_ROW);
+        }
+        return listLayout(vector, v, fixedShape);
+    }
+
+    /**
+     * The layout of a {@code FixedSizeList} column, {@code v} (an extension vector's storage, or the
+     * vector itself): one dimension per level of lists. Apart from {@link #layout} so that that one
+     * stays under C2's inlining limit for a hot method (325 bytes of bytecode): the lists and the
+     * stream it once built for every vector cost 256 bytes a call on the heap, 624 per
+     * {@code of} + close of a primitive vector where 368 are the tensor's own.
+     */
+    private static Layout listLayout(FieldVector vector, FieldVector v, FixedShapeTensor fixedShape) {
         List<FieldVector> levels = new ArrayList<>(2);
         List<Long> perRow = new ArrayList<>(2);
         List<Long> dims = new ArrayList<>(1);
@@ -83,7 +103,10 @@ final class ArrowToTensor {
             perRow.add(rowElements);
         }
         DataType dtype = ArrowTypes.dtypeOf(v);
-        long[] shape = dims.stream().mapToLong(Long::longValue).toArray();
+        long[] shape = new long[dims.size()];
+        for (int d = 0; d < shape.length; d++) {
+            shape[d] = dims.get(d);
+        }
         long[] strides;
         if (fixedShape != null) {
             if (shape.length != 1) {

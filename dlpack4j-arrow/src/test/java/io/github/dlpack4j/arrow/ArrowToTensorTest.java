@@ -240,4 +240,24 @@ class ArrowToTensorTest {
             }
         });
     }
+
+    @Test
+    void aFixedShapeTensorStoredAsAnythingButOneFixedSizeListIsRefused(BufferAllocator allocator) {
+        Map<String, String> metadata = Map.of(ArrowType.ExtensionType.EXTENSION_METADATA_KEY_NAME, FixedShapeTensor.NAME,
+                ArrowType.ExtensionType.EXTENSION_METADATA_KEY_METADATA, "{\"shape\":[1]}");
+        Field plain = new Field("plain", new FieldType(true, Vectors.FLOAT32, null, metadata), null);
+        Field nested = new Field("nested", new FieldType(true, new ArrowType.FixedSizeList(1), null, metadata),
+                List.of(new Field("inner", FieldType.nullable(new ArrowType.FixedSizeList(1)),
+                        List.of(new Field("item", FieldType.nullable(Vectors.FLOAT32), null)))));
+        try (Float4Vector v = (Float4Vector) plain.createVector(allocator);
+             FixedSizeListVector n = (FixedSizeListVector) nested.createVector(allocator)) {
+            v.allocateNew(1);
+            v.set(0, 1f);
+            v.setValueCount(1);
+            assertThatThrownBy(() -> ArrowTensors.of(v)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("must be stored as one FixedSizeList of values, not 0 nested lists");
+            assertThatThrownBy(() -> ArrowTensors.of(n)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("must be stored as one FixedSizeList of values, not 2 nested lists");
+        }
+    }
 }
