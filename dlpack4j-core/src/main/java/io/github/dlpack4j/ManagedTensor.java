@@ -127,11 +127,12 @@ public final class ManagedTensor implements AutoCloseable {
             throw new NullPointerException("managed tensor pointer is NULL");
         }
         // Nothing can be read from (so no deleter called for) a pointer that cannot be a struct.
-        ForeignTensor.checkPointer(ptr.address(), 8, "managed tensor pointer");
-        long deleter = ForeignTensor.deleterOf(ptr, versioned);
-        Runnable release = new DeleterCall(deleter, ptr.address(), deleterContext);
+        long p = ptr.address();
+        ForeignTensor.checkPointer(p, 8, "managed tensor pointer");
+        long deleter = ForeignTensor.deleterOf(p, versioned);
+        Runnable release = new DeleterCall(deleter, p, deleterContext);
         try {
-            return ForeignTensor.read(ptr, versioned, release);
+            return ForeignTensor.read(p, versioned, release);
         } catch (RuntimeException e) {
             // Only validation throws one, before adopted() gives release to a holder (the Cleaner):
             // adopted() builds from validated fields (a known dtype, a shape whose product fits), so

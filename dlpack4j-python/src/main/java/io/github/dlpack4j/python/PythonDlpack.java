@@ -37,7 +37,7 @@ public final class PythonDlpack {
      * @throws io.github.dlpack4j.DlpackException if {@code source} does not speak DLPack, or its tensor breaks the rules
      */
     public static ManagedTensor fromDlpack(PyObject source) {
-        return new ImportNegotiation(java.util.Objects.requireNonNull(source, "source")).importTensor();
+        return ImportNegotiation.importTensor(java.util.Objects.requireNonNull(source, "source"));
     }
 
     /**
