@@ -61,7 +61,7 @@ final class ForeignTensor {
      *
      * @throws DlpackException naming the first field that breaks the standard
      */
-    static ManagedTensor read(long p, boolean versioned, Runnable release) {
+    static ManagedTensor read(long p, boolean versioned, ManagedTensor.DeleterCall release) {
         // Read by address from the one segment over the address space: no segment per import. The
         // caller checked the pointer (user space, aligned), so no field address overflows.
         DlpackVersion version = LEGACY;

@@ -51,9 +51,12 @@ public final class ManagedTensor implements AutoCloseable {
         }
     }
 
-    /** OPEN, then MOVED or CLOSED, decided by one compare-and-set so close and intoDeleter cannot both win. */
+    /**
+     * OPEN, then MOVED or CLOSED, decided by one compare-and-set so close and intoDeleter cannot both win.
+     * OPEN is the default value: no initialiser, which would be a volatile write (a full fence) per import.
+     */
     @SuppressWarnings("unused") // through STATE
-    private volatile int state = OPEN;
+    private volatile int state;
 
     private ManagedTensor(boolean versioned, DlpackVersion version, long flags, Tensor tensor) {
         this.versioned = versioned;
@@ -130,14 +133,14 @@ public final class ManagedTensor implements AutoCloseable {
         long p = ptr.address();
         ForeignTensor.checkPointer(p, 8, "managed tensor pointer");
         long deleter = ForeignTensor.deleterOf(p, versioned);
-        Runnable release = new DeleterCall(deleter, p, deleterContext);
+        DeleterCall release = new DeleterCall(deleter, p, deleterContext);
         try {
             return ForeignTensor.read(p, versioned, release);
         } catch (RuntimeException e) {
             // Only validation throws one, before adopted() gives release to a holder (the Cleaner):
             // adopted() builds from validated fields (a known dtype, a shape whose product fits), so
             // nothing else can run the deleter and it runs here exactly once.
-            release.run();
+            release.free();
             throw e instanceof DlpackException ? e : new DlpackException("malformed managed tensor: " + e, e);
         }
     }
@@ -150,10 +153,10 @@ public final class ManagedTensor implements AutoCloseable {
      * @param length number of reachable bytes
      * @param offset bytes from {@code start} to element [0, ..., 0]
      */
-    static ManagedTensor adopted(boolean versioned, DlpackVersion version, long flags, Runnable release, Device device,
-                                 DataType dtype, long[] shape, long[] strides, long start, long length, long offset,
-                                 boolean padded) {
-        MemoryOwner memory = MemoryOwner.create(NativeMemory.at(start, length), release, false);
+    static ManagedTensor adopted(boolean versioned, DlpackVersion version, long flags, DeleterCall release,
+                                 Device device, DataType dtype, long[] shape, long[] strides, long start, long length,
+                                 long offset, boolean padded) {
+        MemoryOwner memory = MemoryOwner.create(NativeMemory.at(start, length), release);
         TensorHandle handle = new TensorHandle(memory.ownerHold());
         boolean readOnly = (flags & DlpackFlags.READ_ONLY) != 0;
         Tensor view = new Tensor(memory, handle, false, offset, shape, strides, dtype, device, readOnly, padded);
@@ -161,12 +164,15 @@ public final class ManagedTensor implements AutoCloseable {
     }
 
     /**
-     * The release action of the adopted memory and the producer's deleter call in one object, so that
-     * adoption allocates one: run by the release, it hands itself to the deleter context (unless that
-     * is {@link #DIRECT}); run by the context, it calls the deleter, ours directly, without a trip
-     * through C. The release runs it once and the context once, so the deleter runs exactly once.
+     * The adopted memory's counts, its release and the producer's deleter call in one object, so that
+     * adoption allocates one: freeing the memory ({@link #free()}, once) hands it to the deleter
+     * context (unless that is {@link #DIRECT}: then it calls the deleter at once), and the context's
+     * run of it calls the deleter, ours directly, without a trip through C. Before the hand-over,
+     * {@link #run()} is the cleaning action of the owner's hold; the hand-over comes only after that
+     * hold was released (it frees the memory), so the safety net never runs it afterwards, and the
+     * deleter runs exactly once.
      */
-    private static final class DeleterCall implements Runnable {
+    static final class DeleterCall extends MemoryOwner.Lifetime {
         private final long deleter;
         private final long self;
         private final Executor context;
@@ -174,17 +180,34 @@ public final class ManagedTensor implements AutoCloseable {
         private boolean handedOver;
 
         DeleterCall(long deleter, long self, Executor context) {
+            super(null, false);
             this.deleter = deleter;
             this.self = self;
             this.context = context;
         }
 
         @Override
-        public void run() {
-            if (context != DIRECT && !handedOver) {
+        void free() {
+            if (context == DIRECT) {
+                callDeleter();
+            } else {
                 handedOver = true;
                 context.execute(this);
-            } else if (Exports.isOurDeleter(deleter)) {
+            }
+        }
+
+        /** The owner's hold released before the hand-over; the deleter call, run by the context, after it. */
+        @Override
+        public void run() {
+            if (handedOver) {
+                callDeleter();
+            } else {
+                super.run();
+            }
+        }
+
+        private void callDeleter() {
+            if (Exports.isOurDeleter(deleter)) {
                 Exports.delete(self);
             } else if (deleter != 0) {
                 NativeMemory.callVoidFunction(MemorySegment.ofAddress(deleter), MemorySegment.ofAddress(self));
