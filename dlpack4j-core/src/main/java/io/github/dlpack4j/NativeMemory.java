@@ -69,7 +69,14 @@ final class NativeMemory {
     /** {@code n} longs read from {@code address}. */
     static long[] longs(long address, int n) {
         long[] a = new long[n];
-        MemorySegment.copy(EVERYTHING, ValueLayout.JAVA_LONG_UNALIGNED, address, a, 0, n);
+        if (n <= 8) {
+            // The shape and strides of an import: a bulk copy costs more than a few reads.
+            for (int i = 0; i < n; i++) {
+                a[i] = EVERYTHING.get(ValueLayout.JAVA_LONG_UNALIGNED, address + 8L * i);
+            }
+        } else {
+            MemorySegment.copy(EVERYTHING, ValueLayout.JAVA_LONG_UNALIGNED, address, a, 0, n);
+        }
         return a;
     }
 
