@@ -169,6 +169,19 @@ final class Capsules {
     static ManagedTensor consume(long address, Boolean copy) {
         // The capsule and the tensor are kept as longs, segments made only where a downcall takes
         // one (which the JIT then removes): an import allocates no segment for either.
+        if (CapsuleFields.USABLE && isCapsule(address)) {
+            // PyCapsule_IsValid, _GetPointer and _SetName in place, without a downcall each.
+            long ptr = CapsuleFields.pointer(address);
+            if (ptr != 0) {
+                long name = CapsuleFields.name(address);
+                boolean versioned = CapsuleFields.CName.VERSIONED.matches(name);
+                if (versioned || CapsuleFields.CName.LEGACY.matches(name)) {
+                    // Renamed before adoption, as below.
+                    CapsuleFields.setName(address, versioned ? USED_VERSIONED : USED_LEGACY);
+                    return adopt(ptr, versioned, copy);
+                }
+            }
+        }
         MemorySegment capsule = MemorySegment.ofAddress(address);
         boolean versioned;
         String name;
@@ -193,22 +206,27 @@ final class Capsules {
                     ? "capsule '" + name + "' holds a NULL pointer"
                     : "a capsule named '" + name + "' is not a DLPack tensor (expected 'dltensor_versioned' or 'dltensor')");
         }
-        ManagedTensor tensor;
+        long ptr;
         try {
             // Locals, not conditional expressions: invokeExact takes each argument's static type.
             MemorySegment expected = versioned ? VERSIONED : LEGACY;
             MemorySegment used = versioned ? USED_VERSIONED : USED_LEGACY;
-            long ptr = (long) GET_POINTER.invokeExact(capsule, expected);
+            ptr = (long) GET_POINTER.invokeExact(capsule, expected);
             if (ptr == 0) {
                 throw PyErrors.fetchError();
             }
             // Renamed before adoption: from here on the capsule's destructor leaves the tensor to us,
             // and adoption calls the deleter itself if the tensor is malformed.
             PyErrors.check((int) CApi.PyCapsule_SetName.invokeExact(capsule, used));
-            tensor = ProducerDeleter.adopt(ptr, versioned);
         } catch (Throwable t) {
             throw PyErrors.unchecked(t);
         }
+        return adopt(ptr, versioned, copy);
+    }
+
+    /** Adopts the tensor of a capsule renamed {@code used_*}, and refuses a copy against {@code copy=False}. */
+    private static ManagedTensor adopt(long ptr, boolean versioned, Boolean copy) {
+        ManagedTensor tensor = ProducerDeleter.adopt(ptr, versioned);
         if (Boolean.FALSE.equals(copy) && (tensor.flags() & DlpackFlags.IS_COPIED) != 0) {
             tensor.close();
             throw new DlpackException("copy=False was requested, but the producer copied the data (IS_COPIED)");
