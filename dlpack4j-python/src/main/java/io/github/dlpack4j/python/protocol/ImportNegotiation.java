@@ -253,7 +253,7 @@ public final class ImportNegotiation {
     private static long callDlpack(MemorySegment o, Long streamArg, boolean modern, Boolean copy, Device target)
             throws Throwable {
         if (streamArg == null && (!modern || (copy == null && target == null))) {
-            MemorySegment args = ARGS.get();
+            MemorySegment args = args();
             args.set(ValueLayout.ADDRESS, 0, o);
             args.set(ValueLayout.ADDRESS, 8, maxVersion());
             MemorySegment kwnames = modern ? maxVersionKwnames() : MemorySegment.NULL;
@@ -299,12 +299,34 @@ public final class ImportNegotiation {
     }
 
     /**
-     * Per thread: self and the max_version value of a vectorcall (freed with the thread). A nested
+     * Per thread: self and the max_version value of a vectorcall (freed with the thread, but for
+     * the last importer's, which {@link #lastArgs} keeps until another thread imports). A nested
      * call on the same thread reuses it, which is safe because callees read their arguments before
      * running anything that could call back.
      */
-    private static final ThreadLocal<MemorySegment> ARGS = ThreadLocal.withInitial(
-            () -> Arena.ofAuto().allocate(ValueLayout.ADDRESS, 2));
+    private static final ThreadLocal<Args> ARGS = ThreadLocal.withInitial(Args::new);
+    /**
+     * The buffer the last import used, found by its owner instead of a {@code ThreadLocal} lookup:
+     * imports hold the GIL, so the threads that import take this place in turn at most as often as
+     * they take the GIL from each other. Read and written without synchronisation: a thread only
+     * uses a buffer it owns ({@link Args#owner} is final).
+     */
+    private static Args lastArgs;
+
+    /** A thread's buffer of vectorcall arguments. */
+    private static final class Args {
+        final Thread owner = Thread.currentThread();
+        final MemorySegment slots = Arena.ofAuto().allocate(ValueLayout.ADDRESS, 2);
+    }
+
+    private static MemorySegment args() {
+        Args a = lastArgs;
+        if (a == null || a.owner != Thread.currentThread()) {
+            a = ARGS.get();
+            lastArgs = a;
+        }
+        return a.slots;
+    }
     private static final MemorySegment DUNDER_DLPACK = Arena.global().allocateFrom("__dlpack__");
 
     /**
