@@ -38,25 +38,6 @@ public final class ManagedTensor implements AutoCloseable {
     private final Tensor tensor;
     /** Runs the deleter on the releasing thread as it is. */
     private static final Executor DIRECT = Runnable::run;
-    private static final int OPEN = 0;
-    private static final int MOVED = 1;
-    private static final int CLOSED = 2;
-    private static final java.lang.invoke.VarHandle STATE;
-
-    static {
-        try {
-            STATE = java.lang.invoke.MethodHandles.lookup().findVarHandle(ManagedTensor.class, "state", int.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    /**
-     * OPEN, then MOVED or CLOSED, decided by one compare-and-set so close and intoDeleter cannot both win.
-     * OPEN is the default value: no initialiser, which would be a volatile write (a full fence) per import.
-     */
-    @SuppressWarnings("unused") // through STATE
-    private volatile int state;
 
     private ManagedTensor(boolean versioned, DlpackVersion version, long flags, Tensor tensor) {
         this.versioned = versioned;
@@ -222,7 +203,7 @@ public final class ManagedTensor implements AutoCloseable {
      * @throws IllegalStateException after {@link #close()} or {@link #intoDeleter()}
      */
     public Tensor tensor() {
-        if (state == MOVED) {
+        if (tensor.handle().isMoved()) {
             throw new IllegalStateException("ownership was moved to an AllocationDeleter");
         }
         if (tensor.isClosed()) {
@@ -255,7 +236,8 @@ public final class ManagedTensor implements AutoCloseable {
      * @throws IllegalStateException if closed or moved already
      */
     public AllocationDeleter intoDeleter() {
-        if (tensor.isClosed() || !STATE.compareAndSet(this, OPEN, MOVED)) {
+        // Open, then moved or closed: one compare-and-set on the handle, so close and this cannot both win.
+        if (tensor.isClosed() || !tensor.handle().move()) {
             throw new IllegalStateException("managed tensor is closed or was moved already");
         }
         return new AllocationDeleter(tensor.handle(), tensor.memory());
@@ -267,9 +249,7 @@ public final class ManagedTensor implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (STATE.compareAndSet(this, OPEN, CLOSED)) {
-            tensor.handle().close();
-        }
+        tensor.handle().closeUnlessMoved();
         Reference.reachabilityFence(this); // keeps the watched memory reachable: the deleter runs here
     }
 
