@@ -108,6 +108,7 @@ final class ForeignTensor {
         long stridesPtr = NativeMemory.word(dl + DLTensor.STRIDES);
         long[] strides = stridesPtr == 0 && ndim > 0
                 ? Shapes.rowMajorStrides(shape) // allowed from producers older than DLPack 1.2
+                : ndim == 1 && stridesPtr != 0 && isUnitStride(stridesPtr) ? UNIT_STRIDE
                 : readArray(stridesPtr, ndim, "dl_tensor.strides");
         boolean padded = (flags & DlpackFlags.IS_SUBBYTE_TYPE_PADDED) != 0 && dtype.isSubByte();
         Shapes.Extent extent;
@@ -183,9 +184,21 @@ final class ForeignTensor {
         return major == DlpackVersion.MAJOR && minor >= 0 && minor < KNOWN.length ? KNOWN[minor] : new DlpackVersion(major, minor);
     }
 
+    /**
+     * Arrays that imports share, as no tensor writes its shape or strides arrays (copies go out, and
+     * views make new ones): those of a scalar, and the strides of a compact 1-d tensor.
+     */
+    private static final long[] NONE = {};
+    private static final long[] UNIT_STRIDE = {1};
+
+    /** Whether the one stride at {@code p} (a valid pointer, as {@link #readArray} checks it) is 1. */
+    private static boolean isUnitStride(long p) {
+        return p > 0 && p < USER_SPACE_END && (p & 7) == 0 && NativeMemory.word(p) == 1;
+    }
+
     private static long[] readArray(long p, int n, String field) {
         if (n == 0) {
-            return new long[0];
+            return NONE;
         }
         if (p == 0) {
             throw new DlpackException(field + " = NULL, but ndim = " + n);
