@@ -1,17 +1,11 @@
 package io.github.dlpack4j;
 
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
-import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
-import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED;
-
 import io.github.dlpack4j.abi.DLDataType;
 import io.github.dlpack4j.abi.DLDevice;
 import io.github.dlpack4j.abi.DLManagedTensor;
 import io.github.dlpack4j.abi.DLManagedTensorVersioned;
 import io.github.dlpack4j.abi.DLPackVersion;
 import io.github.dlpack4j.abi.DLTensor;
-import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
 /**
@@ -30,6 +24,15 @@ final class ForeignTensor {
 
     static final DlpackVersion LEGACY = new DlpackVersion(0, 0);
 
+    /** Versions 1.0 to 1.{@value DlpackVersion#MINOR}, made once: producers report one of these, and imports are hot. */
+    private static final DlpackVersion[] KNOWN = new DlpackVersion[DlpackVersion.MINOR + 1];
+
+    static {
+        for (int minor = 0; minor < KNOWN.length; minor++) {
+            KNOWN[minor] = minor == DlpackVersion.MINOR ? DlpackVersion.CURRENT : new DlpackVersion(DlpackVersion.MAJOR, minor);
+        }
+    }
+
     private ForeignTensor() {}
 
     /**
@@ -47,49 +50,48 @@ final class ForeignTensor {
     }
 
     /** The deleter pointer of the managed struct at {@code ptr}, 0 if it has none (a long: no segment kept per import). */
-    static long deleterOf(MemorySegment ptr, boolean versioned) {
-        return NativeMemory.word(ptr.address() + (versioned ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER));
+    static long deleterOf(long ptr, boolean versioned) {
+        return NativeMemory.word(ptr + (versioned ? DLManagedTensorVersioned.DELETER : DLManagedTensor.DELETER));
     }
 
     /**
-     * Reads and validates the managed struct at {@code ptr}, then adopts it: the result owns
+     * Reads and validates the managed struct at {@code p}, then adopts it: the result owns
      * {@code release}. Only validation throws (a {@link RuntimeException}, before anything holds
      * {@code release}); building the result from valid fields cannot fail but for an {@link Error}.
      *
      * @throws DlpackException naming the first field that breaks the standard
      */
-    static ManagedTensor read(MemorySegment ptr, boolean versioned, Runnable release) {
-        MemorySegment s = NativeMemory.at(ptr.address(), versioned ? DLManagedTensorVersioned.SIZE : DLManagedTensor.SIZE);
+    static ManagedTensor read(long p, boolean versioned, ManagedTensor.DeleterCall release) {
+        // Read by address from the one segment over the address space: no segment per import. The
+        // caller checked the pointer (user space, aligned), so no field address overflows.
         DlpackVersion version = LEGACY;
         long flags = 0;
         long dl;
         String prefix;
         if (versioned) {
-            int major = s.get(JAVA_INT_UNALIGNED, DLManagedTensorVersioned.VERSION + DLPackVersion.MAJOR);
-            int minor = s.get(JAVA_INT_UNALIGNED, DLManagedTensorVersioned.VERSION + DLPackVersion.MINOR);
-            version = major == DlpackVersion.MAJOR && minor == DlpackVersion.MINOR
-                    ? DlpackVersion.CURRENT : new DlpackVersion(major, minor);
+            version = version(NativeMemory.int32(p + DLManagedTensorVersioned.VERSION + DLPackVersion.MAJOR),
+                    NativeMemory.int32(p + DLManagedTensorVersioned.VERSION + DLPackVersion.MINOR));
             if (version.major() != DlpackVersion.MAJOR) {
                 throw new DlpackException("version = " + version + ": this consumer understands major version "
                         + DlpackVersion.MAJOR + " only");
             }
-            flags = s.get(JAVA_LONG_UNALIGNED, DLManagedTensorVersioned.FLAGS);
+            flags = NativeMemory.word(p + DLManagedTensorVersioned.FLAGS);
             if ((flags & ~DlpackFlags.ALL) != 0) {
                 throw new DlpackException("flags = 0x" + Long.toHexString(flags) + ": bits 0x"
                         + Long.toHexString(flags & ~DlpackFlags.ALL) + " are not defined by DLPack " + DlpackVersion.CURRENT);
             }
-            dl = DLManagedTensorVersioned.DL_TENSOR;
+            dl = p + DLManagedTensorVersioned.DL_TENSOR;
         } else {
-            dl = DLManagedTensor.DL_TENSOR;
+            dl = p + DLManagedTensor.DL_TENSOR;
         }
         prefix = "dl_tensor.";
-        int ndim = s.get(JAVA_INT_UNALIGNED, dl + DLTensor.NDIM);
+        int ndim = NativeMemory.int32(dl + DLTensor.NDIM);
         if (ndim < 0 || ndim > MAX_NDIM) {
             throw new DlpackException(prefix + "ndim = " + ndim + ": must be between 0 and " + MAX_NDIM);
         }
-        Device device = readDevice(s, dl + DLTensor.DEVICE, prefix);
-        DataType dtype = readDtype(s, dl + DLTensor.DTYPE, prefix);
-        long[] shape = readArray(s.get(JAVA_LONG_UNALIGNED, dl + DLTensor.SHAPE), ndim, "dl_tensor.shape");
+        Device device = readDevice(dl + DLTensor.DEVICE, prefix);
+        DataType dtype = readDtype(dl + DLTensor.DTYPE, prefix);
+        long[] shape = readArray(NativeMemory.word(dl + DLTensor.SHAPE), ndim, "dl_tensor.shape");
         for (int d = 0; d < ndim; d++) {
             if (shape[d] < 0) {
                 throw new DlpackException(prefix + "shape[" + d + "] = " + shape[d] + ": extents must not be negative");
@@ -103,9 +105,10 @@ final class ForeignTensor {
                 throw new DlpackException(prefix + "shape = " + Arrays.toString(shape) + ": the element count overflows 64 bits");
             }
         }
-        long stridesPtr = s.get(JAVA_LONG_UNALIGNED, dl + DLTensor.STRIDES);
+        long stridesPtr = NativeMemory.word(dl + DLTensor.STRIDES);
         long[] strides = stridesPtr == 0 && ndim > 0
                 ? Shapes.rowMajorStrides(shape) // allowed from producers older than DLPack 1.2
+                : ndim == 1 && stridesPtr != 0 && isUnitStride(stridesPtr) ? UNIT_STRIDE
                 : readArray(stridesPtr, ndim, "dl_tensor.strides");
         boolean padded = (flags & DlpackFlags.IS_SUBBYTE_TYPE_PADDED) != 0 && dtype.isSubByte();
         Shapes.Extent extent;
@@ -119,8 +122,8 @@ final class ForeignTensor {
         } catch (IllegalArgumentException notCompact) {
             throw new DlpackException(prefix + "strides = " + Arrays.toString(strides) + ": " + notCompact.getMessage());
         }
-        long data = s.get(JAVA_LONG_UNALIGNED, dl + DLTensor.DATA);
-        long byteOffset = s.get(JAVA_LONG_UNALIGNED, dl + DLTensor.BYTE_OFFSET);
+        long data = NativeMemory.word(dl + DLTensor.DATA);
+        long byteOffset = NativeMemory.word(dl + DLTensor.BYTE_OFFSET);
         if (numel == 0) {
             return ManagedTensor.adopted(versioned, version, flags, release, device, dtype, shape, strides, 0, 0, 0,
                     padded);
@@ -151,9 +154,9 @@ final class ForeignTensor {
                 end - start, -extent.minByte(), padded);
     }
 
-    private static Device readDevice(MemorySegment s, long at, String prefix) {
-        int type = s.get(JAVA_INT_UNALIGNED, at + DLDevice.DEVICE_TYPE);
-        int id = s.get(JAVA_INT_UNALIGNED, at + DLDevice.DEVICE_ID);
+    private static Device readDevice(long at, String prefix) {
+        int type = NativeMemory.int32(at + DLDevice.DEVICE_TYPE);
+        int id = NativeMemory.int32(at + DLDevice.DEVICE_ID);
         if (type == 1 && id == 0) {
             return Device.CPU;
         }
@@ -164,10 +167,10 @@ final class ForeignTensor {
         }
     }
 
-    private static DataType readDtype(MemorySegment s, long at, String prefix) {
-        int code = s.get(JAVA_BYTE, at + DLDataType.CODE) & 0xFF;
-        int bits = s.get(JAVA_BYTE, at + DLDataType.BITS) & 0xFF;
-        int lanes = s.get(JAVA_SHORT_UNALIGNED, at + DLDataType.LANES) & 0xFFFF;
+    private static DataType readDtype(long at, String prefix) {
+        int code = NativeMemory.uint8(at + DLDataType.CODE);
+        int bits = NativeMemory.uint8(at + DLDataType.BITS);
+        int lanes = NativeMemory.uint16(at + DLDataType.LANES);
         try {
             return DataType.of(code, bits, lanes);
         } catch (DlpackException e) {
@@ -176,9 +179,26 @@ final class ForeignTensor {
         }
     }
 
+    /** The version {@code major.minor}: a shared instance for 1.0 to the current one. */
+    private static DlpackVersion version(int major, int minor) {
+        return major == DlpackVersion.MAJOR && minor >= 0 && minor < KNOWN.length ? KNOWN[minor] : new DlpackVersion(major, minor);
+    }
+
+    /**
+     * Arrays that imports share, as no tensor writes its shape or strides arrays (copies go out, and
+     * views make new ones): those of a scalar, and the strides of a compact 1-d tensor.
+     */
+    private static final long[] NONE = {};
+    private static final long[] UNIT_STRIDE = {1};
+
+    /** Whether the one stride at {@code p} (a valid pointer, as {@link #readArray} checks it) is 1. */
+    private static boolean isUnitStride(long p) {
+        return p > 0 && p < USER_SPACE_END && (p & 7) == 0 && NativeMemory.word(p) == 1;
+    }
+
     private static long[] readArray(long p, int n, String field) {
         if (n == 0) {
-            return new long[0];
+            return NONE;
         }
         if (p == 0) {
             throw new DlpackException(field + " = NULL, but ndim = " + n);

@@ -38,22 +38,6 @@ public final class ManagedTensor implements AutoCloseable {
     private final Tensor tensor;
     /** Runs the deleter on the releasing thread as it is. */
     private static final Executor DIRECT = Runnable::run;
-    private static final int OPEN = 0;
-    private static final int MOVED = 1;
-    private static final int CLOSED = 2;
-    private static final java.lang.invoke.VarHandle STATE;
-
-    static {
-        try {
-            STATE = java.lang.invoke.MethodHandles.lookup().findVarHandle(ManagedTensor.class, "state", int.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    /** OPEN, then MOVED or CLOSED, decided by one compare-and-set so close and intoDeleter cannot both win. */
-    @SuppressWarnings("unused") // through STATE
-    private volatile int state = OPEN;
 
     private ManagedTensor(boolean versioned, DlpackVersion version, long flags, Tensor tensor) {
         this.versioned = versioned;
@@ -127,16 +111,17 @@ public final class ManagedTensor implements AutoCloseable {
             throw new NullPointerException("managed tensor pointer is NULL");
         }
         // Nothing can be read from (so no deleter called for) a pointer that cannot be a struct.
-        ForeignTensor.checkPointer(ptr.address(), 8, "managed tensor pointer");
-        long deleter = ForeignTensor.deleterOf(ptr, versioned);
-        Runnable release = new DeleterCall(deleter, ptr.address(), deleterContext);
+        long p = ptr.address();
+        ForeignTensor.checkPointer(p, 8, "managed tensor pointer");
+        long deleter = ForeignTensor.deleterOf(p, versioned);
+        DeleterCall release = new DeleterCall(deleter, p, deleterContext);
         try {
-            return ForeignTensor.read(ptr, versioned, release);
+            return ForeignTensor.read(p, versioned, release);
         } catch (RuntimeException e) {
             // Only validation throws one, before adopted() gives release to a holder (the Cleaner):
             // adopted() builds from validated fields (a known dtype, a shape whose product fits), so
             // nothing else can run the deleter and it runs here exactly once.
-            release.run();
+            release.free();
             throw e instanceof DlpackException ? e : new DlpackException("malformed managed tensor: " + e, e);
         }
     }
@@ -149,10 +134,10 @@ public final class ManagedTensor implements AutoCloseable {
      * @param length number of reachable bytes
      * @param offset bytes from {@code start} to element [0, ..., 0]
      */
-    static ManagedTensor adopted(boolean versioned, DlpackVersion version, long flags, Runnable release, Device device,
-                                 DataType dtype, long[] shape, long[] strides, long start, long length, long offset,
-                                 boolean padded) {
-        MemoryOwner memory = MemoryOwner.create(NativeMemory.at(start, length), release, false);
+    static ManagedTensor adopted(boolean versioned, DlpackVersion version, long flags, DeleterCall release,
+                                 Device device, DataType dtype, long[] shape, long[] strides, long start, long length,
+                                 long offset, boolean padded) {
+        MemoryOwner memory = MemoryOwner.create(NativeMemory.at(start, length), release);
         TensorHandle handle = new TensorHandle(memory.ownerHold());
         boolean readOnly = (flags & DlpackFlags.READ_ONLY) != 0;
         Tensor view = new Tensor(memory, handle, false, offset, shape, strides, dtype, device, readOnly, padded);
@@ -160,12 +145,15 @@ public final class ManagedTensor implements AutoCloseable {
     }
 
     /**
-     * The release action of the adopted memory and the producer's deleter call in one object, so that
-     * adoption allocates one: run by the release, it hands itself to the deleter context (unless that
-     * is {@link #DIRECT}); run by the context, it calls the deleter, ours directly, without a trip
-     * through C. The release runs it once and the context once, so the deleter runs exactly once.
+     * The adopted memory's counts, its release and the producer's deleter call in one object, so that
+     * adoption allocates one: freeing the memory ({@link #free()}, once) hands it to the deleter
+     * context (unless that is {@link #DIRECT}: then it calls the deleter at once), and the context's
+     * run of it calls the deleter, ours directly, without a trip through C. Before the hand-over,
+     * {@link #run()} is the cleaning action of the owner's hold; the hand-over comes only after that
+     * hold was released (it frees the memory), so the safety net never runs it afterwards, and the
+     * deleter runs exactly once.
      */
-    private static final class DeleterCall implements Runnable {
+    static final class DeleterCall extends MemoryOwner.Lifetime {
         private final long deleter;
         private final long self;
         private final Executor context;
@@ -173,17 +161,34 @@ public final class ManagedTensor implements AutoCloseable {
         private boolean handedOver;
 
         DeleterCall(long deleter, long self, Executor context) {
+            super(null, false);
             this.deleter = deleter;
             this.self = self;
             this.context = context;
         }
 
         @Override
-        public void run() {
-            if (context != DIRECT && !handedOver) {
+        void free() {
+            if (context == DIRECT) {
+                callDeleter();
+            } else {
                 handedOver = true;
                 context.execute(this);
-            } else if (Exports.isOurDeleter(deleter)) {
+            }
+        }
+
+        /** The owner's hold released before the hand-over; the deleter call, run by the context, after it. */
+        @Override
+        public void run() {
+            if (handedOver) {
+                callDeleter();
+            } else {
+                super.run();
+            }
+        }
+
+        private void callDeleter() {
+            if (Exports.isOurDeleter(deleter)) {
                 Exports.delete(self);
             } else if (deleter != 0) {
                 NativeMemory.callVoidFunction(MemorySegment.ofAddress(deleter), MemorySegment.ofAddress(self));
@@ -198,7 +203,7 @@ public final class ManagedTensor implements AutoCloseable {
      * @throws IllegalStateException after {@link #close()} or {@link #intoDeleter()}
      */
     public Tensor tensor() {
-        if (state == MOVED) {
+        if (tensor.handle().isMoved()) {
             throw new IllegalStateException("ownership was moved to an AllocationDeleter");
         }
         if (tensor.isClosed()) {
@@ -231,7 +236,8 @@ public final class ManagedTensor implements AutoCloseable {
      * @throws IllegalStateException if closed or moved already
      */
     public AllocationDeleter intoDeleter() {
-        if (tensor.isClosed() || !STATE.compareAndSet(this, OPEN, MOVED)) {
+        // Open, then moved or closed: one compare-and-set on the handle, so close and this cannot both win.
+        if (tensor.isClosed() || !tensor.handle().move()) {
             throw new IllegalStateException("managed tensor is closed or was moved already");
         }
         return new AllocationDeleter(tensor.handle(), tensor.memory());
@@ -243,9 +249,7 @@ public final class ManagedTensor implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (STATE.compareAndSet(this, OPEN, CLOSED)) {
-            tensor.handle().close();
-        }
+        tensor.handle().closeUnlessMoved();
         Reference.reachabilityFence(this); // keeps the watched memory reachable: the deleter runs here
     }
 

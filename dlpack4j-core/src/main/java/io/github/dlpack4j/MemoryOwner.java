@@ -35,14 +35,22 @@ final class MemoryOwner {
     final MemorySegment base;
     private final Lifetime life;
 
-    private MemoryOwner(MemorySegment base, Runnable release, boolean borrowed) {
+    private MemoryOwner(MemorySegment base, Lifetime life) {
         this.base = base;
-        this.life = new Lifetime(release, borrowed);
+        this.life = life;
     }
 
     /** Memory with one holder, the caller, who releases it with the returned handle. */
     static MemoryOwner create(MemorySegment base, Runnable release, boolean borrowed) {
-        return new MemoryOwner(base, release, borrowed);
+        return new MemoryOwner(base, new Lifetime(release, borrowed));
+    }
+
+    /**
+     * Memory with one holder, released by {@code life}'s own {@link Lifetime#free()}: a release
+     * action and the counts in one object (an import's deleter call).
+     */
+    static MemoryOwner create(MemorySegment base, Lifetime life) {
+        return new MemoryOwner(base, life);
     }
 
     /**
@@ -84,9 +92,11 @@ final class MemoryOwner {
 
     /**
      * The counts and the release action, apart from the owner so that the cleaner can reach them;
-     * running it releases the owner's hold (itself the cleaning action: no lambda per tensor).
+     * running it releases the owner's hold (itself the cleaning action: no lambda per tensor). A
+     * subclass may be the release action too ({@link #free()}), so that an import makes one object
+     * for both.
      */
-    private static final class Lifetime implements Runnable {
+    static class Lifetime implements Runnable {
         private static final VarHandle HOLDERS;
         private static final VarHandle STATE;
         private static final int CLOSED = 1 << 31;
@@ -101,10 +111,12 @@ final class MemoryOwner {
             }
         }
 
+        /** Null where a subclass overrides {@link #free()}. */
         private final Runnable release;
         private final boolean borrowed;
+        /** Written plainly in the constructor: other threads reach this through final fields only. */
         @SuppressWarnings("unused") // through HOLDERS
-        private volatile int holders = 1;
+        private volatile int holders;
         /** CLOSED bit, and the number of accesses in flight in the low bits. */
         @SuppressWarnings("unused") // through STATE
         private volatile int state;
@@ -114,11 +126,21 @@ final class MemoryOwner {
         Lifetime(Runnable release, boolean borrowed) {
             this.release = release;
             this.borrowed = borrowed;
+            // One holder, the owner. A plain write, not a volatile one (that is a full fence per
+            // tensor): every thread reaches a Lifetime through final fields (the owner's, the safety
+            // net entry's), whose freeze publishes this write with them.
+            HOLDERS.set(this, 1);
         }
 
+        /** The cleaning action: releases the owner's hold. */
         @Override
         public void run() {
             release();
+        }
+
+        /** Frees the memory, once, after the last holder let go and every access ended. */
+        void free() {
+            release.run();
         }
 
         void retain() {
@@ -199,11 +221,11 @@ final class MemoryOwner {
                     for (int attempt = 0; !tryClose(a); attempt++) {
                         LockSupport.parkNanos(Math.min(10_000_000L, 10_000L << Math.min(attempt, 10)));
                     }
-                    release.run();
+                    free();
                 });
                 return;
             }
-            release.run();
+            free();
         }
 
         private static boolean tryClose(Arena a) {

@@ -51,10 +51,32 @@ final class NativeMemory {
         return EVERYTHING.get(ValueLayout.JAVA_LONG_UNALIGNED, address);
     }
 
+    /** The int at {@code address}. */
+    static int int32(long address) {
+        return EVERYTHING.get(ValueLayout.JAVA_INT_UNALIGNED, address);
+    }
+
+    /** The unsigned 16-bit value at {@code address}. */
+    static int uint16(long address) {
+        return EVERYTHING.get(ValueLayout.JAVA_SHORT_UNALIGNED, address) & 0xFFFF;
+    }
+
+    /** The unsigned byte at {@code address}. */
+    static int uint8(long address) {
+        return EVERYTHING.get(ValueLayout.JAVA_BYTE, address) & 0xFF;
+    }
+
     /** {@code n} longs read from {@code address}. */
     static long[] longs(long address, int n) {
         long[] a = new long[n];
-        MemorySegment.copy(EVERYTHING, ValueLayout.JAVA_LONG_UNALIGNED, address, a, 0, n);
+        if (n <= 8) {
+            // The shape and strides of an import: a bulk copy costs more than a few reads.
+            for (int i = 0; i < n; i++) {
+                a[i] = EVERYTHING.get(ValueLayout.JAVA_LONG_UNALIGNED, address + 8L * i);
+            }
+        } else {
+            MemorySegment.copy(EVERYTHING, ValueLayout.JAVA_LONG_UNALIGNED, address, a, 0, n);
+        }
         return a;
     }
 

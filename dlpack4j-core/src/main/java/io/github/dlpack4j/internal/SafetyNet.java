@@ -56,6 +56,16 @@ public final class SafetyNet {
     private static final ConcurrentHashMap<Thread, Table> TABLES = new ConcurrentHashMap<>();
     private static final ThreadLocal<Table> TABLE = ThreadLocal.withInitial(
             () -> TABLES.computeIfAbsent(Thread.currentThread(), Table::new));
+    /**
+     * The table of a thread that registers often, found by comparing its (final) owner with the
+     * current thread instead of a {@code ThreadLocal} lookup, which costs as much as the rest of a
+     * registration. Read and written without synchronisation: a thread only ever uses the table it
+     * owns, and one whose owner is not the current thread is passed over. A thread takes the place
+     * after {@link #TAKE_OVER} lookups of its own, so that threads registering in turn write it
+     * once per so many registrations, not on every one.
+     */
+    private static Table frequent;
+    private static final int TAKE_OVER = 64;
     private static final long SWEEP_NANOS = 1_000_000_000L;
 
     static {
@@ -81,10 +91,19 @@ public final class SafetyNet {
     public static Cleaner.Cleanable register(Object referent, Runnable action) {
         Objects.requireNonNull(referent, "referent");
         Objects.requireNonNull(action, "action");
-        if (Thread.currentThread().isVirtual()) {
+        Thread me = Thread.currentThread();
+        if (me.isVirtual()) {
             return VirtualThreads.CLEANER.register(referent, action);
         }
-        return TABLE.get().register(referent, action);
+        Table t = frequent;
+        if (t == null || t.owner != me) {
+            t = TABLE.get();
+            if (++t.lookups == TAKE_OVER) {
+                t.lookups = 0;
+                frequent = t;
+            }
+        }
+        return t.register(referent, action);
     }
 
     /** The cleaner of virtual threads' registrations, and its thread, made on first use. */
@@ -146,6 +165,8 @@ public final class SafetyNet {
      */
     private static final class Table {
         final Thread owner;
+        /** The owner's {@code ThreadLocal} lookups since it last took {@link #frequent}. */
+        int lookups;
         /** chunks[0 .. count); every slot of them is an Entry or null (free). */
         private Object[][] chunks = new Object[1][];
         private int count;
@@ -276,6 +297,10 @@ public final class SafetyNet {
                 if (System.nanoTime() - lastSweep >= SWEEP_NANOS) {
                     lastSweep = System.nanoTime();
                     TABLES.values().removeIf(t -> !t.owner.isAlive() && t.isEmpty());
+                    Table f = frequent;
+                    if (f != null && !f.owner.isAlive()) {
+                        frequent = null; // nor keep an ended thread reachable (a lost race costs a lookup)
+                    }
                 }
             } catch (Throwable ignored) {
                 // Interrupts and anything else: the daemon outlives them.

@@ -38,11 +38,11 @@ public final class PythonDlpack {
      * @throws io.github.dlpack4j.DlpackException if {@code source} does not speak DLPack, or its tensor breaks the rules
      */
     public static ManagedTensor fromDlpack(PyObject source) {
-        ImportNegotiation negotiation = new ImportNegotiation(java.util.Objects.requireNonNull(source, "source"));
+        java.util.Objects.requireNonNull(source, "source");
         if (Thread.currentThread().isVirtual()) {
-            return PythonThreads.callUnchecked(negotiation::importTensor);
+            return PythonThreads.callUnchecked(() -> ImportNegotiation.importTensor(source));
         }
-        return negotiation.importTensor();
+        return ImportNegotiation.importTensor(source);
     }
 
     /**

@@ -41,6 +41,13 @@ final class Capsules {
     /** {@code void destructor(PyObject* capsule)} for the capsules Java exports make: single upcall. */
     private static final MemorySegment DESTRUCTOR;
     private static final MethodHandle CALL_DELETER = Linker.nativeLinker().downcallHandle(DLPackExchangeAPI.DELETER_FN);
+    /**
+     * {@code PyCapsule_GetPointer} as {@link CApi#PyCapsule_GetPointer} (critical), returning the
+     * address as a long: an import makes no segment for the pointer it passes on.
+     */
+    private static final MethodHandle GET_POINTER = Linker.nativeLinker().downcallHandle(
+            CApi.symbol("PyCapsule_GetPointer"), FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS,
+                    ValueLayout.ADDRESS), Linker.Option.critical(false));
 
     static {
         try {
@@ -112,6 +119,11 @@ final class Capsules {
         return CpythonLayout.typeOf(o) == CAPSULE_TYPE;
     }
 
+    /** {@link #isCapsule(MemorySegment)} of the object at {@code address}. */
+    static boolean isCapsule(long address) {
+        return RawMemory.word(address + CpythonLayout.OB_TYPE) == CAPSULE_TYPE;
+    }
+
     /** The capsule's name, or null. */
     static String name(MemorySegment capsule) {
         try {
@@ -148,13 +160,29 @@ final class Capsules {
     }
 
     /**
-     * Takes ownership of the tensor in a DLPack capsule.
+     * Takes ownership of the tensor in the DLPack capsule at {@code address}.
      *
      * @param copy the request's copy policy: {@code FALSE} refuses a tensor the producer copied
      * @throws DlpackException for a used capsule, another kind of capsule, a malformed tensor (its
      *                         deleter has run then) or a copy against {@code copy=False}
      */
-    static ManagedTensor consume(MemorySegment capsule, Boolean copy) {
+    static ManagedTensor consume(long address, Boolean copy) {
+        // The capsule and the tensor are kept as longs, segments made only where a downcall takes
+        // one (which the JIT then removes): an import allocates no segment for either.
+        if (CapsuleFields.USABLE && isCapsule(address)) {
+            // PyCapsule_IsValid, _GetPointer and _SetName in place, without a downcall each.
+            long ptr = CapsuleFields.pointer(address);
+            if (ptr != 0) {
+                long name = CapsuleFields.name(address);
+                boolean versioned = CapsuleFields.CName.VERSIONED.matches(name);
+                if (versioned || CapsuleFields.CName.LEGACY.matches(name)) {
+                    // Renamed before adoption, as below.
+                    CapsuleFields.setName(address, versioned ? USED_VERSIONED : USED_LEGACY);
+                    return adopt(ptr, versioned, copy);
+                }
+            }
+        }
+        MemorySegment capsule = MemorySegment.ofAddress(address);
         boolean versioned;
         String name;
         try {
@@ -178,19 +206,27 @@ final class Capsules {
                     ? "capsule '" + name + "' holds a NULL pointer"
                     : "a capsule named '" + name + "' is not a DLPack tensor (expected 'dltensor_versioned' or 'dltensor')");
         }
-        ManagedTensor tensor;
+        long ptr;
         try {
             // Locals, not conditional expressions: invokeExact takes each argument's static type.
             MemorySegment expected = versioned ? VERSIONED : LEGACY;
             MemorySegment used = versioned ? USED_VERSIONED : USED_LEGACY;
-            MemorySegment ptr = PyErrors.check((MemorySegment) CApi.PyCapsule_GetPointer.invokeExact(capsule, expected));
+            ptr = (long) GET_POINTER.invokeExact(capsule, expected);
+            if (ptr == 0) {
+                throw PyErrors.fetchError();
+            }
             // Renamed before adoption: from here on the capsule's destructor leaves the tensor to us,
             // and adoption calls the deleter itself if the tensor is malformed.
             PyErrors.check((int) CApi.PyCapsule_SetName.invokeExact(capsule, used));
-            tensor = ProducerDeleter.adopt(ptr, versioned);
         } catch (Throwable t) {
             throw PyErrors.unchecked(t);
         }
+        return adopt(ptr, versioned, copy);
+    }
+
+    /** Adopts the tensor of a capsule renamed {@code used_*}, and refuses a copy against {@code copy=False}. */
+    private static ManagedTensor adopt(long ptr, boolean versioned, Boolean copy) {
+        ManagedTensor tensor = ProducerDeleter.adopt(ptr, versioned);
         if (Boolean.FALSE.equals(copy) && (tensor.flags() & DlpackFlags.IS_COPIED) != 0) {
             tensor.close();
             throw new DlpackException("copy=False was requested, but the producer copied the data (IS_COPIED)");

@@ -17,8 +17,11 @@ import io.github.dlpack4j.python.interpreter.PyErrors;
 import io.github.dlpack4j.python.interpreter.PyObjects;
 import io.github.dlpack4j.python.interpreter.Refs;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -132,7 +135,7 @@ public final class ImportNegotiation {
         // Gil.with spelled out: a hot path, and a lambda here would be one more allocation per import.
         int g = Gil.acquire();
         try {
-            return importHoldingGil();
+            return importHoldingGil(this, source, stream, copy, target);
         } catch (Throwable t) {
             throw PyErrors.unchecked(t);
         } finally {
@@ -140,11 +143,37 @@ public final class ImportNegotiation {
         }
     }
 
-    private ManagedTensor importHoldingGil() throws Throwable {
+    /**
+     * {@code new ImportNegotiation(source).importTensor()} without the negotiation object, which
+     * nobody asks for its route afterwards ({@code PythonDlpack.fromDlpack}): one allocation less
+     * per import.
+     *
+     * @param source the producer
+     * @return the import; closing it runs the producer's deleter
+     * @throws PythonException the producer's own error, with its Python type
+     * @throws DlpackException what {@link io.github.dlpack4j.python.ImportRequest#importTensor()} names
+     */
+    public static ManagedTensor importTensor(PyObject source) {
+        int g = Gil.acquire();
+        try {
+            return importHoldingGil(null, source, DlpackStream.NONE, null, null);
+        } catch (Throwable t) {
+            throw PyErrors.unchecked(t);
+        } finally {
+            Gil.release(g);
+        }
+    }
+
+    /**
+     * The import, with the request's settings as arguments; records the route in {@code self}
+     * unless that is null (the defaults, {@link #importTensor(PyObject)}).
+     */
+    private static ManagedTensor importHoldingGil(ImportNegotiation self, PyObject source, DlpackStream stream,
+                                                  Boolean copy, Device target) throws Throwable {
         MemorySegment o = PyObjects.borrow(source);
         if (Capsules.isCapsule(o)) {
-            path = ImportPath.CAPSULE;
-            return Capsules.consume(o, copy);
+            record(self, ImportPath.CAPSULE);
+            return Capsules.consume(o.address(), copy);
         }
         ProducerType producer = ProducerType.of(o);
         // The C Exchange API never copies and never moves data: used when neither is asked for,
@@ -156,7 +185,7 @@ public final class ImportNegotiation {
             ExchangeTensor e = importThroughTable(producer.api(), o);
             if (e != null) {
                 if (e.producerStream() == 0 || stream.waitFor(e.producerStream())) {
-                    path = ImportPath.EXCHANGE_API;
+                    record(self, ImportPath.EXCHANGE_API);
                     return e.tensor();
                 }
                 e.close();
@@ -165,13 +194,14 @@ public final class ImportNegotiation {
         if (producer.torch() != null) {
             producer.torch().refuseUnexportable(o, Boolean.TRUE.equals(copy), null);
         }
-        Long streamArg = stream == DlpackStream.NONE ? null : stream.streamArgument(target != null ? target : device());
-        MemorySegment capsule = callDlpack(o, streamArg, true);
-        path = ImportPath.DLPACK;
-        if (capsule.address() == 0) {
+        // (Only a request has a stream: self is not null there.)
+        Long streamArg = stream == DlpackStream.NONE ? null : stream.streamArgument(target != null ? target : self.device());
+        long capsule = callDlpack(o, streamArg, true, copy, target);
+        record(self, ImportPath.DLPACK);
+        if (capsule == 0) {
             PythonException e = PyErrors.fetchError();
             if (e.pythonType().equals("AttributeError") && !source.hasAttr("__dlpack__")) {
-                throw new DlpackException("object of type " + typeName() + " does not support DLPack (no __dlpack__)");
+                throw new DlpackException("object of type " + typeName(source) + " does not support DLPack (no __dlpack__)");
             }
             if (!e.pythonType().equals("TypeError")) {
                 DlpackException explained = producer.torch() == null ? null : TorchChecks.explain(source, e);
@@ -181,17 +211,26 @@ public final class ImportNegotiation {
                 throw new DlpackException("the producer's __dlpack__ predates DLPack 1.0 (" + e.pythonMessage()
                         + ") and cannot honour copy=" + copy + " or dl_device=" + target);
             }
-            capsule = PyErrors.check(callDlpack(o, streamArg, false));
-            path = ImportPath.DLPACK_LEGACY_RETRY;
+            capsule = callDlpack(o, streamArg, false, copy, target);
+            if (capsule == 0) {
+                throw PyErrors.fetchError();
+            }
+            record(self, ImportPath.DLPACK_LEGACY_RETRY);
         }
         try {
             if (!Capsules.isCapsule(capsule)) {
-                throw new DlpackException("__dlpack__ of " + typeName() + " returned " + Convert.str(capsule)
-                        + ", not a DLPack capsule");
+                throw new DlpackException("__dlpack__ of " + typeName(source) + " returned "
+                        + Convert.str(MemorySegment.ofAddress(capsule)) + ", not a DLPack capsule");
             }
             return Capsules.consume(capsule, copy);
         } finally {
-            Refs.decRef(capsule);
+            Refs.decRef(MemorySegment.ofAddress(capsule));
+        }
+    }
+
+    private static void record(ImportNegotiation self, ImportPath route) {
+        if (self != null) {
+            self.path = route;
         }
     }
 
@@ -211,13 +250,14 @@ public final class ImportNegotiation {
      * for the call. {@code modern} adds max_version, copy and dl_device as DLPack 1.0 defines them;
      * a legacy call gets only {@code stream}.
      */
-    private MemorySegment callDlpack(MemorySegment o, Long streamArg, boolean modern) throws Throwable {
+    private static long callDlpack(MemorySegment o, Long streamArg, boolean modern, Boolean copy, Device target)
+            throws Throwable {
         if (streamArg == null && (!modern || (copy == null && target == null))) {
-            MemorySegment args = ARGS.get();
+            MemorySegment args = args();
             args.set(ValueLayout.ADDRESS, 0, o);
             args.set(ValueLayout.ADDRESS, 8, maxVersion());
             MemorySegment kwnames = modern ? maxVersionKwnames() : MemorySegment.NULL;
-            return (MemorySegment) CApi.PyObject_VectorcallMethod.invokeExact(dlpackName(), args, 1L, kwnames);
+            return (long) Vectorcall.METHOD.invokeExact(dlpackName(), args, 1L, kwnames);
         }
         List<Object> names = new ArrayList<>();
         List<MemorySegment> values = new ArrayList<>(); // new references, dropped after the call
@@ -247,7 +287,8 @@ public final class ImportNegotiation {
                 }
                 MemorySegment kwnames = Convert.tupleOf(names.toArray());
                 try {
-                    return (MemorySegment) CApi.PyObject_VectorcallMethod.invokeExact(dlpackName(), args, 1L, kwnames);
+                    return ((MemorySegment) CApi.PyObject_VectorcallMethod.invokeExact(dlpackName(), args, 1L, kwnames))
+                            .address();
                 } finally {
                     Refs.decRef(kwnames);
                 }
@@ -258,13 +299,46 @@ public final class ImportNegotiation {
     }
 
     /**
-     * Per thread: self and the max_version value of a vectorcall (freed with the thread). A nested
+     * Per thread: self and the max_version value of a vectorcall (freed with the thread, but for
+     * the last importer's, which {@link #lastArgs} keeps until another thread imports). A nested
      * call on the same thread reuses it, which is safe because callees read their arguments before
      * running anything that could call back.
      */
-    private static final ThreadLocal<MemorySegment> ARGS = ThreadLocal.withInitial(
-            () -> Arena.ofAuto().allocate(ValueLayout.ADDRESS, 2));
+    private static final ThreadLocal<Args> ARGS = ThreadLocal.withInitial(Args::new);
+    /**
+     * The buffer the last import used, found by its owner instead of a {@code ThreadLocal} lookup:
+     * imports hold the GIL, so the threads that import take this place in turn at most as often as
+     * they take the GIL from each other. Read and written without synchronisation: a thread only
+     * uses a buffer it owns ({@link Args#owner} is final).
+     */
+    private static Args lastArgs;
+
+    /** A thread's buffer of vectorcall arguments. */
+    private static final class Args {
+        final Thread owner = Thread.currentThread();
+        final MemorySegment slots = Arena.ofAuto().allocate(ValueLayout.ADDRESS, 2);
+    }
+
+    private static MemorySegment args() {
+        Args a = lastArgs;
+        if (a == null || a.owner != Thread.currentThread()) {
+            a = ARGS.get();
+            lastArgs = a;
+        }
+        return a.slots;
+    }
     private static final MemorySegment DUNDER_DLPACK = Arena.global().allocateFrom("__dlpack__");
+
+    /**
+     * {@code PyObject_VectorcallMethod} as {@link CApi#PyObject_VectorcallMethod}, returning the
+     * result's address as a long: no segment per import for the capsule. Made on first use, which
+     * holds the GIL (so Python is started).
+     */
+    private static final class Vectorcall {
+        static final MethodHandle METHOD = Linker.nativeLinker().downcallHandle(CApi.symbol("PyObject_VectorcallMethod"),
+                FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS, ValueLayout.ADDRESS,
+                        ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
+    }
     // Made once with the GIL held and kept for the life of the process.
     private static MemorySegment maxVersion;
     private static MemorySegment maxVersionKwnames;
@@ -295,6 +369,10 @@ public final class ImportNegotiation {
     }
 
     private String typeName() {
+        return typeName(source);
+    }
+
+    private static String typeName(PyObject source) {
         try (PyObject type = source.attr("__class__"); PyObject name = type.attr("__qualname__")) {
             return name.str();
         }

@@ -4,6 +4,7 @@ import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.python.interpreter.Gil;
 import io.github.dlpack4j.python.interpreter.PendingReleases;
 import io.github.dlpack4j.python.interpreter.Shutdown;
+import java.lang.foreign.MemorySegment;
 import java.util.concurrent.Executor;
 
 /**
@@ -36,7 +37,12 @@ final class ProducerDeleter extends PendingReleases.Node implements Executor {
      * Adopts the managed tensor a Python producer made, with its deleter run by a new
      * {@code ProducerDeleter}, which records the tensor's size for the queue's byte bound.
      */
-    static ManagedTensor adopt(java.lang.foreign.MemorySegment ptr, boolean versioned) {
+    static ManagedTensor adopt(long ptr, boolean versioned) {
+        return adopt(MemorySegment.ofAddress(ptr), versioned);
+    }
+
+    /** {@link #adopt(long, boolean)} of a pointer held as a segment. */
+    static ManagedTensor adopt(MemorySegment ptr, boolean versioned) {
         ProducerDeleter deleter = new ProducerDeleter();
         ManagedTensor m = versioned ? ManagedTensor.adoptVersioned(ptr, deleter) : ManagedTensor.adoptLegacy(ptr, deleter);
         var t = m.tensor();
