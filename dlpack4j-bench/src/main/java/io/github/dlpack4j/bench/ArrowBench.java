@@ -29,10 +29,23 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  * same at every size (target: at most 200 ns), the copy grows with the data. With the default
  * {@link NullPolicy#REFUSE} the validity bitmap (1 bit per value) of a nullable field is read; a
  * field declared not nullable, or {@code ACCEPT}, skips it.
+ *
+ * <p>The heap is fixed and touched before the run ({@code -Xms1g -Xmx1g -XX:+AlwaysPreTouch}): a
+ * call allocates a few hundred bytes (the tensor's own objects), some 5 GB/s in all, and with the
+ * default heap G1 kept growing it during the run (to 1.2-2.6 GB); the benchmark thread then took
+ * the first page fault on each page of the new young generation, 3-6 us a page in this VM when it
+ * is quiet and several times that while other builds run: up to 200,000 faults a second, 400 ns to
+ * 2 us of CPU a call instead of 60-80 ns, for seconds after each growth, warm-up or not. How far
+ * and how late a fork's heap grows varies from fork to fork with the machine's load (of 6 + 6 forks
+ * sampled, the one-row ones grew theirs further, 1.4-2.6 GB against 1.2-1.8 GB at 64 MiB, and the
+ * slowest was a one-row fork, 1.8 us a call in its first measured second), which is how one row
+ * came to look slower than 64 MiB. With the heap touched first no fault comes after the start, and
+ * the rows measure the calls.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
-@Fork(jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"})
+@Fork(jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
+        "-Xms1g", "-Xmx1g", "-XX:+AlwaysPreTouch"})
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 public class ArrowBench {
     /** Values: 1, 16 Mi (64 MiB) and 64 Mi (256 MiB) floats. */
