@@ -92,18 +92,24 @@ final class ForeignTensor {
         Device device = readDevice(dl + DLTensor.DEVICE, prefix);
         DataType dtype = readDtype(dl + DLTensor.DTYPE, prefix);
         long[] shape = readArray(NativeMemory.word(dl + DLTensor.SHAPE), ndim, "dl_tensor.shape");
+        // One pass: the first negative extent is refused before an overflow is, as two passes would.
+        long numel = 1;
+        boolean overflows = false;
         for (int d = 0; d < ndim; d++) {
-            if (shape[d] < 0) {
-                throw new DlpackException(prefix + "shape[" + d + "] = " + shape[d] + ": extents must not be negative");
+            long e = shape[d];
+            if (e < 0) {
+                throw new DlpackException(prefix + "shape[" + d + "] = " + e + ": extents must not be negative");
+            }
+            if (!overflows) {
+                try {
+                    numel = Math.multiplyExact(numel, e);
+                } catch (ArithmeticException overflow) {
+                    overflows = true;
+                }
             }
         }
-        long numel = 1;
-        for (long e : shape) {
-            try {
-                numel = Math.multiplyExact(numel, e);
-            } catch (ArithmeticException overflow) {
-                throw new DlpackException(prefix + "shape = " + Arrays.toString(shape) + ": the element count overflows 64 bits");
-            }
+        if (overflows) {
+            throw new DlpackException(prefix + "shape = " + Arrays.toString(shape) + ": the element count overflows 64 bits");
         }
         long stridesPtr = NativeMemory.word(dl + DLTensor.STRIDES);
         long[] strides = stridesPtr == 0 && ndim > 0
@@ -113,7 +119,7 @@ final class ForeignTensor {
         boolean padded = (flags & DlpackFlags.IS_SUBBYTE_TYPE_PADDED) != 0 && dtype.isSubByte();
         Shapes.Extent extent;
         try {
-            extent = Shapes.extent(shape, strides, dtype, padded);
+            extent = Shapes.extent(shape, strides, dtype, padded, numel);
         } catch (ArithmeticException overflow) {
             throw new DlpackException(dtype.isSubByte() && !padded
                     ? prefix + "shape = " + Arrays.toString(shape) + ": the packed " + dtype + " data overflows 64 bits"
@@ -126,7 +132,7 @@ final class ForeignTensor {
         long byteOffset = NativeMemory.word(dl + DLTensor.BYTE_OFFSET);
         if (numel == 0) {
             return ManagedTensor.adopted(versioned, version, flags, release, device, dtype, shape, strides, 0, 0, 0,
-                    padded);
+                    padded, 0);
         }
         if (data == 0) {
             throw new DlpackException(prefix + "data = NULL, but the tensor has " + numel + " elements");
@@ -151,7 +157,7 @@ final class ForeignTensor {
                     + ": the elements reach outside the address space");
         }
         return ManagedTensor.adopted(versioned, version, flags, release, device, dtype, shape, strides, start,
-                end - start, -extent.minByte(), padded);
+                end - start, -extent.minByte(), padded, numel);
     }
 
     private static Device readDevice(long at, String prefix) {

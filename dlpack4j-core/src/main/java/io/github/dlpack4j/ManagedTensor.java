@@ -133,14 +133,15 @@ public final class ManagedTensor implements AutoCloseable {
      * @param start  address of the lowest reachable byte
      * @param length number of reachable bytes
      * @param offset bytes from {@code start} to element [0, ..., 0]
+     * @param numel  the product of {@code shape}
      */
     static ManagedTensor adopted(boolean versioned, DlpackVersion version, long flags, DeleterCall release,
                                  Device device, DataType dtype, long[] shape, long[] strides, long start, long length,
-                                 long offset, boolean padded) {
+                                 long offset, boolean padded, long numel) {
         MemoryOwner memory = MemoryOwner.create(NativeMemory.at(start, length), release);
         TensorHandle handle = new TensorHandle(memory.ownerHold());
         boolean readOnly = (flags & DlpackFlags.READ_ONLY) != 0;
-        Tensor view = new Tensor(memory, handle, false, offset, shape, strides, dtype, device, readOnly, padded);
+        Tensor view = new Tensor(memory, handle, false, offset, shape, strides, dtype, device, readOnly, padded, numel);
         return new ManagedTensor(versioned, version, flags, view);
     }
 

@@ -63,7 +63,11 @@ final class Shapes {
      * @throws ArithmeticException if any product or sum overflows 64 bits
      */
     static Extent extent(long[] shape, long[] strides, DataType dtype, boolean padded) {
-        long n = checkedNumel(shape);
+        return extent(shape, strides, dtype, padded, checkedNumel(shape));
+    }
+
+    /** {@link #extent(long[], long[], DataType, boolean)} of a shape whose element count {@code n} is known to fit. */
+    static Extent extent(long[] shape, long[] strides, DataType dtype, boolean padded, long n) {
         if (dtype.isSubByte() && !padded) {
             if (n > 0 && !isRowMajor(shape, strides)) {
                 throw new IllegalArgumentException("packed " + dtype + " data must be compact, but strides are "

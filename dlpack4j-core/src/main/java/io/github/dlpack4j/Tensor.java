@@ -80,6 +80,12 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
 
     Tensor(MemoryOwner memory, TensorHandle handle, boolean owning, long offset, long[] shape, long[] strides,
            DataType dtype, Device device, boolean readOnly, boolean paddedSubByte) {
+        this(memory, handle, owning, offset, shape, strides, dtype, device, readOnly, paddedSubByte, Shapes.numel(shape));
+    }
+
+    /** With the element count known already ({@code numel}, the product of {@code shape}): an import's. */
+    Tensor(MemoryOwner memory, TensorHandle handle, boolean owning, long offset, long[] shape, long[] strides,
+           DataType dtype, Device device, boolean readOnly, boolean paddedSubByte, long numel) {
         this.memory = memory;
         this.handle = handle;
         this.owning = owning;
@@ -91,7 +97,7 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
         this.readOnly = readOnly;
         this.paddedSubByte = paddedSubByte;
         this.access = ElementAccess.of(dtype, dtype.isSubByte() && !paddedSubByte);
-        this.numel = Shapes.numel(shape);
+        this.numel = numel;
         this.exportPools = owning ? new ExportPools() : null;
     }
 

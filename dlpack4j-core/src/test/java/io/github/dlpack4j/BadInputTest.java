@@ -82,6 +82,16 @@ class BadInputTest {
     }
 
     @Test
+    void aNegativeExtentIsNamedEvenAfterAnOverflowingPrefix() {
+        refused(p -> {
+            p.set(JAVA_INT, DL + DLTensor.NDIM, 3);
+            shape(p).setAtIndex(JAVA_LONG, 0, 1L << 62);
+            shape(p).setAtIndex(JAVA_LONG, 1, 4);
+            shape(p).setAtIndex(JAVA_LONG, 2, -1);
+        }, "dl_tensor.shape[2] = -1", "must not be negative");
+    }
+
+    @Test
     void stridesThatReachOutsideTheAddressSpaceAreRefused() {
         refused(p -> strides(p).setAtIndex(JAVA_LONG, 0, Long.MAX_VALUE / 2), "dl_tensor.strides", "overflows");
         refused(p -> strides(p).setAtIndex(JAVA_LONG, 0, -(1L << 60)), "dl_tensor.strides", "outside the address space");

@@ -196,7 +196,8 @@ public final class ImportNegotiation {
         }
         // (Only a request has a stream: self is not null there.)
         Long streamArg = stream == DlpackStream.NONE ? null : stream.streamArgument(target != null ? target : self.device());
-        long capsule = callDlpack(o, streamArg, true, copy, target);
+        long method = producer.dlpackMethodAddress();
+        long capsule = callDlpack(o, method, streamArg, true, copy, target);
         record(self, ImportPath.DLPACK);
         if (capsule == 0) {
             PythonException e = PyErrors.fetchError();
@@ -211,7 +212,7 @@ public final class ImportNegotiation {
                 throw new DlpackException("the producer's __dlpack__ predates DLPack 1.0 (" + e.pythonMessage()
                         + ") and cannot honour copy=" + copy + " or dl_device=" + target);
             }
-            capsule = callDlpack(o, streamArg, false, copy, target);
+            capsule = callDlpack(o, method, streamArg, false, copy, target);
             if (capsule == 0) {
                 throw PyErrors.fetchError();
             }
@@ -250,13 +251,16 @@ public final class ImportNegotiation {
      * for the call. {@code modern} adds max_version, copy and dl_device as DLPack 1.0 defines them;
      * a legacy call gets only {@code stream}.
      */
-    private static long callDlpack(MemorySegment o, Long streamArg, boolean modern, Boolean copy, Device target)
-            throws Throwable {
+    private static long callDlpack(MemorySegment o, long method, Long streamArg, boolean modern, Boolean copy,
+                                   Device target) throws Throwable {
         if (streamArg == null && (!modern || (copy == null && target == null))) {
             MemorySegment args = args();
             args.set(ValueLayout.ADDRESS, 0, o);
             args.set(ValueLayout.ADDRESS, 8, maxVersion());
             MemorySegment kwnames = modern ? maxVersionKwnames() : MemorySegment.NULL;
+            if (method != 0) { // the type's own method, which the lookup below would find (DlpackMethod)
+                return (long) Vectorcall.CALL.invokeExact(MemorySegment.ofAddress(method), args, 1L, kwnames);
+            }
             return (long) Vectorcall.METHOD.invokeExact(dlpackName(), args, 1L, kwnames);
         }
         List<Object> names = new ArrayList<>();
@@ -335,9 +339,13 @@ public final class ImportNegotiation {
      * holds the GIL (so Python is started).
      */
     private static final class Vectorcall {
+        private static final FunctionDescriptor SIGNATURE = FunctionDescriptor.of(ValueLayout.JAVA_LONG,
+                ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS);
         static final MethodHandle METHOD = Linker.nativeLinker().downcallHandle(CApi.symbol("PyObject_VectorcallMethod"),
-                FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS, ValueLayout.ADDRESS,
-                        ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
+                SIGNATURE);
+        /** {@code PyObject_Vectorcall(callable, args, nargsf, kwnames)}: exported since 3.9, stable ABI from 3.12. */
+        static final MethodHandle CALL = Linker.nativeLinker().downcallHandle(CApi.symbol("PyObject_Vectorcall"),
+                SIGNATURE);
     }
     // Made once with the GIL held and kept for the life of the process.
     private static MemorySegment maxVersion;

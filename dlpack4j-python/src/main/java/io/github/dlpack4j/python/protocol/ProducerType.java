@@ -19,8 +19,12 @@ import java.util.function.Function;
  * @param typeAddress its address, compared on every import
  * @param api   its exchange API, or null
  * @param torch the checks for a {@code torch.Tensor} type, or null
+ * @param dlpackMethod the {@code __dlpack__} that every object of the type has ({@link DlpackMethod}),
+ *                     kept alive by the cache; null where it must be looked up on each object
+ * @param dlpackMethodAddress its address, 0 for none
  */
-public record ProducerType(PyObject type, long typeAddress, ExchangeTable api, TorchChecks torch) {
+public record ProducerType(PyObject type, long typeAddress, ExchangeTable api, TorchChecks torch, PyObject dlpackMethod,
+                           long dlpackMethodAddress) {
     private static final ConcurrentHashMap<Long, ProducerType> BY_TYPE = new ConcurrentHashMap<>();
 
     /** The type most recently looked up: imports usually repeat a type. */
@@ -39,7 +43,9 @@ public record ProducerType(PyObject type, long typeAddress, ExchangeTable api, T
             Refs.incRef(t);
             PyObject kept = PyObjects.steal(t); // the cache keeps this reference for good
             TorchChecks torch = TorchChecks.forType(kept);
-            found = new ProducerType(kept, type, ExchangeTable.discover(kept, torch).orElse(null), torch);
+            PyObject method = DlpackMethod.of(kept);
+            found = new ProducerType(kept, type, ExchangeTable.discover(kept, torch).orElse(null), torch, method,
+                    method == null ? 0 : PyObjects.borrow(method).address());
             BY_TYPE.put(type, found);
         }
         last = found;
