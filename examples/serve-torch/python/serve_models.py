@@ -58,7 +58,7 @@ def _torchvision_models() -> object:
         msg = "resnet18 needs torchvision, which this Python lacks"
         raise ModuleNotFoundError(msg)
     library = next(pathlib.Path(spec.origin).parent.glob("_C*.so"), None)
-    if not _loads(library) and not _SCHEMAS:
+    if not _loads(library) and not _defined("nms"):
         schemas = torch.library.Library("torchvision", "DEF")
         for op in ("nms", "qnms"):
             schemas.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
@@ -75,6 +75,15 @@ def _loads(library: pathlib.Path | None) -> bool:
     try:
         torch.ops.load_library(str(library))
     except OSError:
+        return False
+    return True
+
+
+def _defined(op: str) -> bool:
+    """Whether ``torchvision::op`` has a schema in this process (defined by ``_C`` or, before, here)."""
+    try:
+        getattr(torch.ops.torchvision, op)
+    except (AttributeError, RuntimeError):
         return False
     return True
 

@@ -138,7 +138,11 @@ final class ModelRunner implements AutoCloseable {
 
     private void load() {
         py.withGil(() -> {
-            exec(resource("serve_models.py"), "serve_models");
+            try (PyObject loaded = py.eval("'serve_models' in __import__('sys').modules")) {
+                if (!loaded.asBoolean()) {   // once per process: other runners in this JVM share it
+                    exec(resource("serve_models.py"), "serve_models");
+                }
+            }
             py.exec("import torch, serve_models\ntorch.set_num_threads(" + options.torchThreads() + ")");
         });
         int threadsPerModel = options.batching() ? 1 : options.runnerThreads();

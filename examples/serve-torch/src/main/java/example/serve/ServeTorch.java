@@ -98,6 +98,7 @@ public final class ServeTorch {
                 System.out.println("serve-torch: stopped on SIG" + signal.getName()
                         + (drained ? ", every request in flight answered" : ", requests still in flight after "
                         + DRAIN_MILLIS + " ms"));
+                System.out.flush();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             } finally {
