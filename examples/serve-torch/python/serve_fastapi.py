@@ -21,10 +21,10 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import numpy as np
 import torch
 import uvicorn
 from fastapi import FastAPI, Request, Response
@@ -38,6 +38,8 @@ DATATYPES = {
     "INT64": 8, "FP16": 2, "FP32": 4, "FP64": 8, "BF16": 2, "BYTES": -1,
 }  # fmt: skip
 MAX_BODY = 64 << 20
+# torch.frombuffer of the request's bytes (read-only) warns once per process; the model only reads them
+warnings.filterwarnings("ignore", message="The given buffer is not writable")
 HEADER = "inference-header-content-length"
 
 
@@ -165,7 +167,7 @@ def _parse(spec: serve_models.ModelSpec, body: bytes, header_length: int | None)
             raise BadRequestError(f"binary_data_size {size} but the body holds {len(body) - header_length} bytes")
         if size != numel * 4:
             raise BadRequestError(f"binary_data_size {size}; shape {shape} of FP32 has {numel * 4} bytes")
-        x = torch.from_numpy(np.frombuffer(body, dtype=np.float32, count=numel, offset=header_length))
+        x = torch.frombuffer(body, dtype=torch.float32, count=numel, offset=header_length)
     else:
         data = tensor.get("data")
         if not isinstance(data, list):
