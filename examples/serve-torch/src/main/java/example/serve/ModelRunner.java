@@ -33,12 +33,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * interpreter, native tensors, DLPack both ways) is made here, on platform threads of its own.
  *
  * <p>A request handler (a virtual thread) hands its validated input to {@link #infer} and waits.
- * Each model has a queue and its own platform threads: without batching, {@code runnerThreads}
- * of them each take one request at a time; with batching, one thread takes the first request
- * waiting, gathers the ones that arrive within the batching window (or until every request in
- * flight for that model is in the batch), stacks their rows into one batch tensor, and runs the
- * model once on it, in one {@link Python#withGil} scope, then hands each request its rows of the
- * output.
+ * Each model has a queue and {@code runnerThreads} platform threads of its own: without batching,
+ * each takes one request at a time; with batching, a thread takes the first request waiting,
+ * gathers the ones that arrive within the batching window (or until every request in flight for
+ * that model is in a batch), stacks their rows into one batch tensor, and runs the model once on
+ * it, in one {@link Python#withGil} scope, then hands each request its rows of the output. torch
+ * lets the GIL go inside its operators, so the threads' model calls overlap.
  *
  * <p>Each thread owns an input buffer per model, a native {@link Tensor} of {@code maxBatch} rows
  * that torch views through {@code torch.from_dlpack} (no copy), made when the thread starts; a
@@ -105,6 +105,8 @@ final class ModelRunner implements AutoCloseable {
         final AtomicInteger waiting = new AtomicInteger();
         /** Requests between {@link #arrive} and their answer: those on their way to the queue too. */
         final AtomicInteger inFlight = new AtomicInteger();
+        /** Requests taken from the queue into a batch (being gathered or run) by any thread. */
+        final AtomicInteger claimed = new AtomicInteger();
 
         Model(ModelSpec spec, PyObject run) {
             this.spec = spec;
@@ -145,13 +147,12 @@ final class ModelRunner implements AutoCloseable {
             }
             py.exec("import torch, serve_models\ntorch.set_num_threads(" + options.torchThreads() + ")");
         });
-        int threadsPerModel = options.batching() ? 1 : options.runnerThreads();
-        CountDownLatch ready = new CountDownLatch(options.models().size() * threadsPerModel);
+        CountDownLatch ready = new CountDownLatch(options.models().stream().mapToInt(options::runnerThreads).sum());
         List<Throwable> failures = new ArrayList<>();
         for (String name : options.models()) {
             Model m = py.withGil(() -> build(name));
             models.put(name, m);
-            for (int i = 0; i < threadsPerModel; i++) {
+            for (int i = 0; i < options.runnerThreads(name); i++) {
                 Thread t = Thread.ofPlatform().name("model-" + name + "-" + i).daemon(false).unstarted(
                         () -> loop(m, ready, failures));
                 threads.add(t);
@@ -356,11 +357,16 @@ final class ModelRunner implements AutoCloseable {
                     continue;
                 }
                 batch.add(first);
+                m.claimed.incrementAndGet();
                 if (options.batching()) {
                     carried = gather(m, batch);
                 }
-                run(m, lane, batch);
-                batch.clear();
+                try {
+                    run(m, lane, batch);
+                } finally {
+                    m.claimed.addAndGet(-batch.size());
+                    batch.clear();
+                }
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -386,15 +392,17 @@ final class ModelRunner implements AutoCloseable {
             Job next = m.queue.poll();
             if (next == null) {
                 long left = deadline - System.nanoTime();
-                if (left <= 0 || batch.size() >= m.inFlight.get()) {
-                    return null;   // the window is over, or no request in flight is still on its way
+                if (left <= 0 || m.claimed.get() >= m.inFlight.get()) {
+                    return null;   // the window is over, or every request in flight is in a batch already
                 }
                 next = m.queue.poll(Math.min(left, 50_000L), TimeUnit.NANOSECONDS);
                 if (next == null) {
                     continue;
                 }
             }
+            m.claimed.incrementAndGet();
             if (rows + next.work.rows() > maxBatch(m)) {
+                m.claimed.decrementAndGet();   // claimed again when the next batch takes it
                 return next;
             }
             batch.add(next);

@@ -15,17 +15,18 @@ import java.util.Set;
  * @param batching          dynamic batching ({@code --batching}; off by default)
  * @param batchWindowMicros how long a batch waits for more requests ({@code --batch-window-us}, 2000)
  * @param maxBatchRows      the most rows in one batch ({@code --max-batch}; 0: 64 for mlp, 8 for resnet18)
- * @param runnerThreads     platform threads per model without batching ({@code --runner-threads}, 2)
- * @param torchThreadsOption torch's intra-op threads ({@code --torch-threads}; 0: 1 for mlp, 2 for resnet18)
+ * @param runnerThreadsOption platform threads per model, each running one model call at a time
+ *                          ({@code --runner-threads}; 0: see {@link #runnerThreads(String)})
+ * @param torchThreadsOption torch's intra-op threads ({@code --torch-threads}; 0: 1)
  * @param maxBodyBytes      the largest request body accepted ({@code --max-body-mb}, 64 MiB)
  */
 record ServeOptions(List<String> models, Path weights, int port, boolean batching, long batchWindowMicros,
-                    int maxBatchRows, int runnerThreads, int torchThreadsOption, long maxBodyBytes) {
+                    int maxBatchRows, int runnerThreadsOption, int torchThreadsOption, long maxBodyBytes) {
     static final Set<String> MODELS = Set.of("mlp", "resnet18");
 
     static final String USAGE = """
             usage: serve --model mlp|resnet18 [--weights FILE] [--port 8080] [--batching]
-                         [--batch-window-us 2000] [--max-batch N] [--runner-threads 2] [--torch-threads N]
+                         [--batch-window-us 2000] [--max-batch N] [--runner-threads N] [--torch-threads 1]
                          [--max-body-mb 64]""";
 
     /** A bad command line: the message says what, and {@link #USAGE} the rest. */
@@ -49,7 +50,7 @@ record ServeOptions(List<String> models, Path weights, int port, boolean batchin
         boolean batching = false;
         long window = 2000;
         int maxBatch = 0;
-        int runnerThreads = 2;
+        int runnerThreads = 0;
         int torchThreads = 0;
         long maxBodyMb = 64;
         for (int i = 0; i < args.length; i++) {
@@ -112,17 +113,31 @@ record ServeOptions(List<String> models, Path weights, int port, boolean batchin
         return maxBatchRows > 0 ? maxBatchRows : model.equals("resnet18") ? 8 : 64;
     }
 
-    /** {@return torch's intra-op threads: the option, else 1 when only mlp is served, else 2} */
+    /**
+     * {@return the platform threads that run {@code model}'s calls: the option; else as many as the
+     * cores, but 1 for mlp with batching (its batches are Python-bound: a second thread would only
+     * wait for the GIL and split the batches)}
+     */
+    int runnerThreads(String model) {
+        if (runnerThreadsOption > 0) {
+            return runnerThreadsOption;
+        }
+        return batching && model.equals("mlp") ? 1 : Math.max(1, Runtime.getRuntime().availableProcessors());
+    }
+
+    /** {@return torch's intra-op threads: the option, else 1 (the runner threads run model calls side by side)} */
     int torchThreads() {
-        return torchThreadsOption > 0 ? torchThreadsOption : models.contains("resnet18") ? 2 : 1;
+        return torchThreadsOption > 0 ? torchThreadsOption : 1;
     }
 
     /** {@return one line of the settings, as the ready line and scripts/loadtest print them} */
     String describe() {
         return "torch threads " + torchThreads() + ", "
+                + "runner threads " + String.join("/", models.stream().map(m -> String.valueOf(runnerThreads(m))).toList())
+                + ", "
                 + (batching ? "batching (window " + batchWindowMicros + " us, max batch "
                         + String.join("/", models.stream().map(m -> String.valueOf(maxBatch(m))).toList()) + ")"
-                        : "runner threads " + runnerThreads + ", no batching")
+                        : "no batching")
                 + (weights == null ? ", seeded weights" : ", weights " + weights);
     }
 }
