@@ -246,7 +246,10 @@ def main() -> None:
     parser.add_argument("--weights")
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--batching", action="store_true", help="accepted as scripts/serve's; no batching here")
     args = parser.parse_args()
+    if args.batching:
+        print("serve_fastapi: --batching: FastAPI + uvicorn has no dynamic batching here; ignored", file=sys.stderr)
     os.environ["SERVE_MODEL"] = args.model
     os.environ["SERVE_WEIGHTS"] = args.weights or ""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
