@@ -134,6 +134,17 @@ ensure_python_envs() {
   [ -f "$inc/Python.h" ] || ensure_debian_packages python3-dev
 }
 
+# The serve-torch example's environment (examples/serve-torch): torch, torchvision, FastAPI and
+# uvicorn[standard], for the Java service's embedded interpreter and the FastAPI comparison alike.
+ensure_serve_venv() {
+  ensure_venv .venv-serve examples/serve-torch/python/requirements.txt
+}
+
+# wrk, the load generator of scripts/loadtest (Debian's package).
+ensure_wrk() {
+  command -v wrk >/dev/null || ensure_debian_packages wrk
+}
+
 # Python hosting the JVM (the `dlpack4j` Python package, python/): Debian's python3 and its JPype
 # (the registries here serve no JPype1), in a venv that sees them (--system-site-packages) and takes
 # the modern peers from pip's index.

@@ -1,0 +1,359 @@
+"""Drive the Java service and the FastAPI comparison with wrk on 127.0.0.1, side by side (scripts/loadtest).
+
+For each model, every service is started with ``scripts/serve`` (Java + dlpack4j, the same with
+``--batching``, and FastAPI + uvicorn with ``--python``); they answer one request alike first (the
+same weights), then for each connection count each service in turn gets a warm-up and a measured
+wrk run, bounded by ``--duration``. The table has requests/s, p50, p99 and errors of each service
+and the ratios of the Java ones to FastAPI's; the settings of each are printed beside it.
+
+``--soak`` runs the Java service alone: its peak rate at 64 connections, then ``--soak-duration``
+(10 minutes) at 80% of it. It passes with no errors, the resident set after the warm-up (the first
+tenth) within 5% of its first value, and live exports and native bytes (``GET /admin/stats``) back
+to their values from before the load once it stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import make_request
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent.parent
+SERVE = ROOT / "scripts" / "serve"
+LUA = HERE / "infer.lua"
+READY = re.compile(r"^serve-torch: \S+ ready on http://127\.0\.0\.1:(\d+) \((.*)\)$")
+SERVICES = {
+    "java": ("Java + dlpack4j", []),
+    "java-batching": ("Java + dlpack4j, batching", ["--batching"]),
+    "python": ("FastAPI + uvicorn", ["--python"]),
+}
+
+
+@dataclass
+class Service:
+    """A service started by scripts/serve: its process, port and the settings its ready line names."""
+
+    key: str
+    process: subprocess.Popen[str]
+    port: int
+    settings: str
+    output: list[str] = field(default_factory=list)
+
+    def url(self, path: str = "") -> str:
+        """Return the URL of ``path`` on this service."""
+        return f"http://127.0.0.1:{self.port}{path}"
+
+
+@dataclass
+class Run:
+    """One wrk run's figures."""
+
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+    requests: int
+
+
+def parse_duration(text: str) -> float:
+    """Return seconds for ``10s``, ``2m``, ``500ms`` or a plain number of seconds."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h)?", text)
+    if not m:
+        msg = f"not a duration: {text!r} (e.g. 10s, 2m)"
+        raise argparse.ArgumentTypeError(msg)
+    scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
+    return float(m.group(1)) * scale
+
+
+def start(key: str, model: str, extra: list[str], timeout: float = 300) -> Service:
+    """Start a service with scripts/serve on a free port and wait for its ready line."""
+    args = [str(SERVE), *SERVICES[key][1], "--model", model, "--port", "0", *extra]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + timeout
+    lines: list[str] = []
+    assert p.stdout is not None
+    while time.monotonic() < deadline:
+        line = p.stdout.readline()
+        if not line:
+            break
+        lines.append(line.rstrip())
+        m = READY.match(line.rstrip())
+        if m:
+            s = Service(key, p, int(m.group(1)), m.group(2), lines)
+            threading.Thread(target=_drain, args=(s,), daemon=True).start()
+            return s
+    p.kill()
+    msg = f"{key} did not print its ready line within {timeout:.0f} s: " + "\n".join(lines[-20:])
+    raise RuntimeError(msg)
+
+
+def _drain(s: Service) -> None:
+    """Keep reading the service's output (a full pipe would stop it)."""
+    assert s.process.stdout is not None
+    for line in s.process.stdout:
+        s.output.append(line.rstrip())
+
+
+def stop(s: Service) -> int:
+    """SIGTERM the service; return its exit status (killed after 15 s)."""
+    s.process.send_signal(signal.SIGTERM)
+    try:
+        return s.process.wait(15)
+    except subprocess.TimeoutExpired:
+        s.process.kill()
+        return s.process.wait()
+
+
+def post(url: str, header_length: int, body: bytes, timeout: float = 60) -> tuple[int, bytes, dict[str, str]]:
+    """POST a request; return the status, the body and the headers."""
+    headers = {"Content-Type": "application/octet-stream"}
+    if header_length >= 0:
+        headers["Inference-Header-Content-Length"] = str(header_length)
+    req = urllib.request.Request(url, data=body, headers=headers)
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.status, r.read(), {k.lower(): v for k, v in r.headers.items()}
+
+
+def answer(s: Service, model: str, header_length: int, body: bytes) -> np.ndarray:
+    """Return a service's output for one request (binary or JSON)."""
+    status, data, headers = post(s.url(f"/v2/models/{model}/infer"), header_length, body)
+    if status != 200:
+        msg = f"{s.key}: status {status}: {data[:300]!r}"
+        raise RuntimeError(msg)
+    if "inference-header-content-length" in headers:
+        n = int(headers["inference-header-content-length"])
+        return np.frombuffer(data[n:], dtype="<f4")
+    return np.asarray(json.loads(data)["outputs"][0]["data"], dtype=np.float32)
+
+
+def stats(s: Service) -> dict[str, object]:
+    """Return the Java service's ``GET /admin/stats``."""
+    with urllib.request.urlopen(s.url("/admin/stats"), timeout=30) as r:
+        return json.loads(r.read())
+
+
+def rss_bytes(pid: int) -> int:
+    """Return the resident set of process ``pid``."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return -1
+
+
+def wrk(s: Service, model: str, request_file: Path, connections: int, seconds: float, rate: float = 0) -> Run:
+    """Run wrk against a service for ``seconds`` (bounded: wrk stops itself) and read its figures."""
+    threads = min(2, connections)
+    args = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency", "--timeout", "30s",
+            "-s", str(LUA), s.url(), "--", model, str(request_file)]  # fmt: skip
+    if rate:
+        args.append(str(rate / threads))
+    out = subprocess.run(args, capture_output=True, text=True, timeout=seconds + 60, check=True).stdout
+    return read_wrk(out)
+
+
+def _ms(text: str) -> float:
+    m = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text)
+    if not m:
+        msg = f"not a wrk latency: {text}"
+        raise ValueError(msg)
+    return float(m.group(1)) * {"us": 0.001, "ms": 1, "s": 1000, "m": 60000}[m.group(2)]
+
+
+def read_wrk(out: str) -> Run:
+    """Read requests/s, p50, p99, errors and the request count from wrk's output."""
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    p50 = _ms(re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1))  # type: ignore[union-attr]
+    p99 = _ms(re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1))  # type: ignore[union-attr]
+    requests = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    errors = 0
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    if m:
+        errors += sum(int(g) for g in m.groups())
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if m:
+        errors += int(m.group(1))
+    return Run(rps, p50, p99, errors, requests)
+
+
+def request_file(directory: Path, model: str) -> tuple[Path, int, bytes]:
+    """Write the binary request of ``model`` (one row) for wrk; return it, its header length and body."""
+    header_length, body = make_request.request(model, 1, binary=True)
+    path = directory / f"{model}.request"
+    path.write_bytes(f"{header_length}\n".encode() + body)
+    return path, header_length, body
+
+
+MIN_REQUESTS = 20  # fewer answers in a cell than this: no ratio (resnet18 at 64 connections on 2 cores)
+
+
+def fmt(r: Run | None) -> list[str]:
+    """Return the four cells of one run."""
+    if r is None:
+        return ["-", "-", "-", "-"]
+    rps = f"{r.rps:,.0f}" if r.rps >= 100 else f"{r.rps:.1f}"
+    if r.requests < MIN_REQUESTS:
+        rps += f" ({r.requests} requests)"
+    return [rps, f"{r.p50_ms:.2f} ms", f"{r.p99_ms:.2f} ms", str(r.errors)]
+
+
+def loadtest(args: argparse.Namespace) -> int:
+    """Run the side-by-side load test; print the table and the settings."""
+    keys = args.services.split(",")
+    connections = [int(c) for c in args.connections.split(",")]
+    models = ["mlp", "resnet18"] if args.model == "all" else [args.model]
+    rows: list[list[str]] = []
+    settings: dict[str, str] = {}
+    statuses: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in models:
+            path, header_length, body = request_file(Path(tmp), model)
+            services = []
+            try:
+                for key in keys:
+                    print(f"loadtest: starting {key} for {model}", file=sys.stderr, flush=True)
+                    services.append(start(key, model, args.java_args.split() if key.startswith("java") else []))
+                    settings[f"{SERVICES[key][0]} ({model})"] = services[-1].settings
+                answers = [answer(s, model, header_length, body) for s in services]
+                for s, a in zip(services[1:], answers[1:], strict=True):
+                    if not np.allclose(a, answers[0], rtol=1e-4, atol=1e-5):
+                        msg = f"{s.key} answers other than {services[0].key}: the weights differ?"
+                        raise RuntimeError(msg)
+                for c in connections:
+                    runs: dict[str, Run] = {}
+                    for s in services:
+                        print(f"loadtest: {model}, {c} connections, {s.key}", file=sys.stderr, flush=True)
+                        wrk(s, model, path, c, args.warmup)
+                        runs[s.key] = wrk(s, model, path, c, args.duration)
+                    row = [model, str(c)]
+                    for key in keys:
+                        row += fmt(runs.get(key))
+                    base = runs.get("python")
+                    for key in keys:
+                        if key != "python" and base:
+                            few = min(base.requests, runs[key].requests) < MIN_REQUESTS
+                            row.append("n/a" if few else f"{runs[key].rps / base.rps:.2f}x")
+                    rows.append(row)
+            finally:
+                statuses += [f"{s.key} ({model}): exit {stop(s)} after SIGTERM" for s in services]
+    head = ["model", "conns"]
+    for key in keys:
+        name = SERVICES[key][0]
+        head += [f"{name} req/s", "p50", "p99", "errors"]
+    head += [f"{SERVICES[k][0]} / FastAPI" for k in keys if k != "python" and "python" in keys]
+    print("| " + " | ".join(head) + " |")
+    print("|" + " --- |" * len(head))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print()
+    print(f"wrk {wrk_version()}: -t1 (1 connection) or -t2, --latency, --timeout 30s, binary requests of one row "
+          f"with binary output (infer.lua), {args.warmup:g} s warm-up then {args.duration:g} s measured per cell, "
+          "the services of a model started together and measured in turn, all on 127.0.0.1 of this machine "
+          f"({os.cpu_count()} cores, load generator included).")
+    for name, text in settings.items():
+        print(f"{name}: {text}")
+    print(f"Java JVM options: {os.environ.get('SERVE_JAVA_OPTS', DEFAULT_JAVA_OPTS)}")
+    print("; ".join(statuses))
+    return 0 if all(st.endswith("exit 0 after SIGTERM") for st in statuses) else 1
+
+
+DEFAULT_JAVA_OPTS = "-Xms512m -Xmx512m (scripts/serve's default)"
+
+
+def wrk_version() -> str:
+    """Return wrk's version."""
+    out = subprocess.run(["wrk", "-v"], capture_output=True, text=True, check=False)
+    m = re.search(r"wrk (\S+)", out.stdout + out.stderr)
+    return m.group(1) if m else "?"
+
+
+def soak(args: argparse.Namespace) -> int:
+    """Run the soak against the Java service; print its figures and PASS or FAIL."""
+    model = "mlp" if args.model == "all" else args.model
+    extra = args.java_args.split()
+    with tempfile.TemporaryDirectory() as tmp:
+        path, _, _ = request_file(Path(tmp), model)
+        s = start("java", model, extra)
+        try:
+            pid = s.process.pid
+            baseline = stats(s)
+            print(f"soak: {model}, {s.settings}; before the load: live exports {baseline['live_exports']}, "
+                  f"native bytes {baseline['native_bytes']}, RSS {rss_bytes(pid) / 2**20:.0f} MiB", flush=True)
+            wrk(s, model, path, args.soak_connections, args.warmup)
+            peak = wrk(s, model, path, args.soak_connections, args.duration)
+            rate = 0.8 * peak.rps
+            print(f"soak: peak {peak.rps:,.0f} req/s at {args.soak_connections} connections "
+                  f"(p99 {peak.p99_ms:.2f} ms); now {args.soak_duration:g} s at {rate:,.0f} req/s", flush=True)
+            samples: list[tuple[float, int]] = []
+            wrk_args = ["wrk", "-t2", f"-c{args.soak_connections}", f"-d{round(args.soak_duration)}s", "--latency",
+                        "--timeout", "30s", "-s", str(LUA), s.url(), "--", model, str(path), str(rate / 2)]  # fmt: skip
+            started = time.monotonic()
+            load = subprocess.Popen(wrk_args, stdout=subprocess.PIPE, text=True)
+            every = max(1.0, args.soak_duration / 60)
+            while load.poll() is None and time.monotonic() - started < args.soak_duration + 60:
+                samples.append((time.monotonic() - started, rss_bytes(pid)))
+                time.sleep(every)
+            out, _ = load.communicate(timeout=60)
+            run = read_wrk(out)
+            time.sleep(2)
+            after = stats(s)
+        finally:
+            status = stop(s)
+    warm = [r for t, r in samples if t >= args.soak_duration / 10]
+    first = warm[0] if warm else 0
+    drift = max(abs(r - first) / first for r in warm) if first > 0 else float("inf")
+    checks = {
+        "no errors": run.errors == 0,
+        "RSS after the warm-up within 5%": drift <= 0.05,
+        "live exports back to their baseline": after["live_exports"] == baseline["live_exports"],
+        "native bytes back to their baseline": after["native_bytes"] == baseline["native_bytes"],
+        "no request in flight": after["in_flight"] == 0,
+        "exit 0 after SIGTERM": status == 0,
+    }
+    print(f"soak: {run.requests:,} requests in {args.soak_duration:g} s, {run.rps:,.0f} req/s "
+          f"(asked {rate:,.0f}), p50 {run.p50_ms:.2f} ms, p99 {run.p99_ms:.2f} ms, errors {run.errors}")
+    print(f"soak: RSS after the warm-up {first / 2**20:.0f} MiB, min {min(warm) / 2**20:.0f}, max "
+          f"{max(warm) / 2**20:.0f}, last {warm[-1] / 2**20:.0f} MiB: within {drift:.1%} of the first "
+          f"({len(warm)} samples)")
+    print(f"soak: after the load: live exports {after['live_exports']} (before {baseline['live_exports']}), "
+          f"native bytes {after['native_bytes']} (before {baseline['native_bytes']}), in flight {after['in_flight']}, "
+          f"batches {after['batches']}, model errors {after['model_errors']}; exit {status} after SIGTERM")
+    for name, ok in checks.items():
+        print(f"soak: {'ok  ' if ok else 'FAIL'} {name}")
+    return 0 if all(checks.values()) else 1
+
+
+def main() -> int:
+    """Parse the options and run the load test or the soak."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="all", choices=["all", "mlp", "resnet18"])
+    parser.add_argument("--duration", type=parse_duration, default=10.0, help="measured seconds per cell (10s)")
+    parser.add_argument("--warmup", type=parse_duration, default=3.0, help="warm-up seconds per cell (3s)")
+    parser.add_argument("--connections", default="1,8,64")
+    parser.add_argument("--services", default="java,java-batching,python", help="of java, java-batching, python")
+    parser.add_argument("--java-args", default="", help="more scripts/serve options for the Java service")
+    parser.add_argument("--soak", action="store_true", help="the soak instead: Java alone, 80%% of its peak")
+    parser.add_argument("--soak-duration", type=parse_duration, default=600.0, help="(10m)")
+    parser.add_argument("--soak-connections", type=int, default=64)
+    args = parser.parse_args()
+    for key in args.services.split(","):
+        if key not in SERVICES:
+            parser.error(f"unknown service {key!r}: choose of {', '.join(SERVICES)}")
+    return soak(args) if args.soak else loadtest(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+package example.serve;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The service's settings, from {@code scripts/serve}'s options.
+ *
+ * @param models            the models served ({@code --model mlp|resnet18}; a comma-separated list serves several)
+ * @param weights           a {@code state_dict} file ({@code --weights}), or null for the seeded weights
+ * @param port              the port on 127.0.0.1 ({@code --port}, 8080; 0 picks a free one)
+ * @param batching          dynamic batching ({@code --batching}; off by default)
+ * @param batchWindowMicros how long a batch waits for more requests ({@code --batch-window-us}, 2000)
+ * @param maxBatchRows      the most rows in one batch ({@code --max-batch}; 0: 64 for mlp, 8 for resnet18)
+ * @param runnerThreadsOption platform threads per model, each running one model call at a time
+ *                          ({@code --runner-threads}; 0: see {@link #runnerThreads(String)})
+ * @param torchThreadsOption torch's intra-op threads ({@code --torch-threads}; 0: 1)
+ * @param maxBodyBytes      the largest request body accepted ({@code --max-body-mb}, 64 MiB)
+ */
+record ServeOptions(List<String> models, Path weights, int port, boolean batching, long batchWindowMicros,
+                    int maxBatchRows, int runnerThreadsOption, int torchThreadsOption, long maxBodyBytes) {
+    static final Set<String> MODELS = Set.of("mlp", "resnet18");
+
+    static final String USAGE = """
+            usage: serve --model mlp|resnet18 [--weights FILE] [--port 8080] [--batching]
+                         [--batch-window-us 2000] [--max-batch N] [--runner-threads N] [--torch-threads 1]
+                         [--max-body-mb 64]""";
+
+    /** A bad command line: the message says what, and {@link #USAGE} the rest. */
+    static final class UsageException extends IllegalArgumentException {
+        UsageException(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * Reads the command line.
+     *
+     * @param args the options above
+     * @return the settings
+     * @throws UsageException naming the option that is wrong or missing
+     */
+    static ServeOptions parse(String... args) {
+        List<String> models = null;
+        Path weights = null;
+        int port = 8080;
+        boolean batching = false;
+        long window = 2000;
+        int maxBatch = 0;
+        int runnerThreads = 0;
+        int torchThreads = 0;
+        long maxBodyMb = 64;
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            switch (a) {
+                case "--batching" -> batching = true;
+                case "--model" -> {
+                    models = new ArrayList<>();
+                    for (String m : value(args, ++i, a).split(",")) {
+                        if (!MODELS.contains(m)) {
+                            throw new UsageException("unknown model '" + m + "': choose mlp or resnet18");
+                        }
+                        models.add(m);
+                    }
+                }
+                case "--weights" -> {
+                    weights = Path.of(value(args, ++i, a));
+                    if (!Files.isRegularFile(weights)) {
+                        throw new UsageException("--weights " + weights + ": no such file");
+                    }
+                }
+                case "--port" -> port = (int) number(args, ++i, a, 0, 65535);
+                case "--batch-window-us" -> window = number(args, ++i, a, 0, 1_000_000);
+                case "--max-batch" -> maxBatch = (int) number(args, ++i, a, 1, 4096);
+                case "--runner-threads" -> runnerThreads = (int) number(args, ++i, a, 1, 64);
+                case "--torch-threads" -> torchThreads = (int) number(args, ++i, a, 1, 256);
+                case "--max-body-mb" -> maxBodyMb = number(args, ++i, a, 1, 1024);
+                default -> throw new UsageException("unknown option '" + a + "'");
+            }
+        }
+        if (models == null) {
+            throw new UsageException("--model is required");
+        }
+        return new ServeOptions(List.copyOf(models), weights, port, batching, window, maxBatch, runnerThreads,
+                torchThreads, maxBodyMb << 20);
+    }
+
+    private static String value(String[] args, int i, String option) {
+        if (i >= args.length) {
+            throw new UsageException(option + " needs a value");
+        }
+        return args[i];
+    }
+
+    private static long number(String[] args, int i, String option, long min, long max) {
+        String v = value(args, i, option);
+        try {
+            long n = Long.parseLong(v);
+            if (n < min || n > max) {
+                throw new UsageException(option + " " + v + ": must be " + min + ".." + max);
+            }
+            return n;
+        } catch (NumberFormatException e) {
+            throw new UsageException(option + " " + v + ": not a number");
+        }
+    }
+
+    /** {@return the most rows in one batch, and in the buffer each model thread keeps, for {@code model}} */
+    int maxBatch(String model) {
+        return maxBatchRows > 0 ? maxBatchRows : model.equals("resnet18") ? 8 : 64;
+    }
+
+    /**
+     * {@return the platform threads that run {@code model}'s calls: the option; else as many as the
+     * cores, but 1 for mlp with batching (its batches are Python-bound: a second thread would only
+     * wait for the GIL and split the batches)}
+     */
+    int runnerThreads(String model) {
+        if (runnerThreadsOption > 0) {
+            return runnerThreadsOption;
+        }
+        return batching && model.equals("mlp") ? 1 : Math.max(1, Runtime.getRuntime().availableProcessors());
+    }
+
+    /** {@return torch's intra-op threads: the option, else 1 (the runner threads run model calls side by side)} */
+    int torchThreads() {
+        return torchThreadsOption > 0 ? torchThreadsOption : 1;
+    }
+
+    /** {@return one line of the settings, as the ready line and scripts/loadtest print them} */
+    String describe() {
+        return "torch threads " + torchThreads() + ", "
+                + "runner threads " + String.join("/", models.stream().map(m -> String.valueOf(runnerThreads(m))).toList())
+                + ", "
+                + (batching ? "batching (window " + batchWindowMicros + " us, max batch "
+                        + String.join("/", models.stream().map(m -> String.valueOf(maxBatch(m))).toList()) + ")"
+                        : "no batching")
+                + (weights == null ? ", seeded weights" : ", weights " + weights);
+    }
+}
