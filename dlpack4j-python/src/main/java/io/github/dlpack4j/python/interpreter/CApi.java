@@ -47,6 +47,15 @@ public final class CApi {
         return LOOKUP.findOrThrow(name);
     }
 
+    /**
+     * {@return a function or variable of libpython, or empty if this version has none by that name}
+     *
+     * @param name the symbol's name
+     */
+    public static java.util.Optional<MemorySegment> findSymbol(String name) {
+        return LOOKUP.find(name);
+    }
+
     /** The object a {@code PyObject*} global variable (such as {@code PyExc_TypeError}) points to. */
     public static MemorySegment pointerVariable(String name) {
         return LOOKUP.findOrThrow(name).reinterpret(ADDRESS.byteSize()).get(ADDRESS, 0);

@@ -258,7 +258,7 @@ public final class ImportNegotiation {
             args.set(ValueLayout.ADDRESS, 0, o);
             args.set(ValueLayout.ADDRESS, 8, maxVersion());
             MemorySegment kwnames = modern ? maxVersionKwnames() : MemorySegment.NULL;
-            if (method != 0) { // the type's own method, which the lookup below would find (DlpackMethod)
+            if (method != 0 && Vectorcall.CALL != null) { // the type's own method, which the lookup below would find (DlpackMethod)
                 return (long) Vectorcall.CALL.invokeExact(MemorySegment.ofAddress(method), args, 1L, kwnames);
             }
             return (long) Vectorcall.METHOD.invokeExact(dlpackName(), args, 1L, kwnames);
@@ -343,9 +343,13 @@ public final class ImportNegotiation {
                 ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS);
         static final MethodHandle METHOD = Linker.nativeLinker().downcallHandle(CApi.symbol("PyObject_VectorcallMethod"),
                 SIGNATURE);
-        /** {@code PyObject_Vectorcall(callable, args, nargsf, kwnames)}: exported since 3.9, stable ABI from 3.12. */
-        static final MethodHandle CALL = Linker.nativeLinker().downcallHandle(CApi.symbol("PyObject_Vectorcall"),
-                SIGNATURE);
+        /**
+         * {@code PyObject_Vectorcall(callable, args, nargsf, kwnames)}: a function from 3.11 on (in the
+         * stable ABI from 3.12); null on 3.10, whose headers inline it, and imports then look the
+         * method up by name.
+         */
+        static final MethodHandle CALL = CApi.findSymbol("PyObject_Vectorcall")
+                .map(f -> Linker.nativeLinker().downcallHandle(f, SIGNATURE)).orElse(null);
     }
     // Made once with the GIL held and kept for the life of the process.
     private static MemorySegment maxVersion;
