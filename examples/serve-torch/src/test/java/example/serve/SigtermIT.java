@@ -54,7 +54,7 @@ class SigtermIT {
             }));
 
             HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-            int rows = 4;
+            int rows = 2;
             String header = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[" + rows + ",3,224,224],"
                     + "\"parameters\":{\"binary_data_size\":" + rows * 3 * 224 * 224 * 4 + "}}],"
                     + "\"outputs\":[{\"name\":\"y\",\"parameters\":{\"binary_data\":true}}]}";
@@ -66,7 +66,7 @@ class SigtermIT {
                     .header("Inference-Header-Content-Length", Integer.toString(h.length))
                     .timeout(Duration.ofSeconds(60)).POST(HttpRequest.BodyPublishers.ofByteArray(body)).build();
             List<CompletableFuture<HttpResponse<byte[]>>> inFlight = new ArrayList<>();
-            for (int i = 0; i < 4; i++) {   // 16 images on 2 threads: several seconds of work
+            for (int i = 0; i < 4; i++) {   // 8 images on 2 threads: a second or more of work
                 inFlight.add(http.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray()));
             }
             HttpRequest stats = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/admin/stats")).build();
