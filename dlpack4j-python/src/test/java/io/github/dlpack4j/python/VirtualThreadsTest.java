@@ -237,17 +237,33 @@ class VirtualThreadsTest {
 
     @Test
     void pythonStartedFromAVirtualThreadRunsAndExitsCleanly() throws Exception {
-        Path log = Files.createTempFile("dlpack4j-vt-start", ".log");
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "-Ddlpack4j.python=" + System.getProperty("dlpack4j.python"),
-                "-D" + io.github.dlpack4j.python.interpreter.PythonThreads.SIZE_PROPERTY + "=1",
-                "-cp", System.getProperty("java.class.path"), StartFromAVirtualThread.class.getName()));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
-        String out = Files.readString(log);
-        assertThat(p.exitValue()).as(out).isZero();
-        assertThat(out).contains("sum 15 on dlpack4j-python-0");
-        Files.delete(log);
+        Run run = startFromAVirtualThreadInAFreshJvm("1");
+        assertThat(run.exit()).as(run.output()).isZero();
+        assertThat(run.output()).contains("sum 15 on dlpack4j-python-0");
+    }
+
+    @Test
+    void aPoolSizeThatIsNotACountIsAClearError() throws Exception {
+        Run run = startFromAVirtualThreadInAFreshJvm("lots");
+        assertThat(run.output()).contains("dlpack4j.python.threads=lots: expected a thread count from 1 to 1024");
+    }
+
+    /** What a fresh JVM running {@link StartFromAVirtualThread} printed, and its exit status. */
+    private record Run(int exit, String output) {}
+
+    private static Run startFromAVirtualThreadInAFreshJvm(String poolSize) throws Exception {
+        Path log = Files.createTempFile("dlpack4j-vt", ".log");
+        try {
+            List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "--enable-native-access=ALL-UNNAMED", "-Ddlpack4j.python=" + System.getProperty("dlpack4j.python"),
+                    "-D" + io.github.dlpack4j.python.interpreter.PythonThreads.SIZE_PROPERTY + "=" + poolSize,
+                    "-cp", System.getProperty("java.class.path"), StartFromAVirtualThread.class.getName());
+            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+            return new Run(p.exitValue(), Files.readString(log));
+        } finally {
+            Files.delete(log);
+        }
     }
 
     /** Starts Python in a virtual thread of a fresh JVM and uses it from another. */
@@ -273,20 +289,6 @@ class VirtualThreadsTest {
                 return where[0];
             }
         }
-    }
-
-    @Test
-    void aPoolSizeThatIsNotACountIsAClearError() throws Exception {
-        Path log = Files.createTempFile("dlpack4j-vt-size", ".log");
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "-Ddlpack4j.python=" + System.getProperty("dlpack4j.python"),
-                "-D" + io.github.dlpack4j.python.interpreter.PythonThreads.SIZE_PROPERTY + "=lots",
-                "-cp", System.getProperty("java.class.path"), StartFromAVirtualThread.class.getName()));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
-        String out = Files.readString(log);
-        assertThat(out).contains("dlpack4j.python.threads=lots: expected a thread count from 1 to 1024");
-        Files.delete(log);
     }
 
     private interface Call {
