@@ -1,5 +1,6 @@
 package io.github.dlpack4j;
 
+import io.github.dlpack4j.internal.TensorDeleter;
 import java.lang.foreign.MemorySegment;
 import java.lang.ref.Reference;
 import java.util.Objects;
@@ -138,6 +139,8 @@ public final class ManagedTensor implements AutoCloseable {
     static ManagedTensor adopted(boolean versioned, DlpackVersion version, long flags, DeleterCall release,
                                  Device device, DataType dtype, long[] shape, long[] strides, long start, long length,
                                  long offset, boolean padded, long numel) {
+        long bytes = numel * dtype.byteSize(); // (a broadcast tensor's may not fit: saturated)
+        release.tensorBytes = Math.multiplyHigh(numel, dtype.byteSize()) == 0 && bytes >= 0 ? bytes : Long.MAX_VALUE;
         MemoryOwner memory = MemoryOwner.create(NativeMemory.at(start, length), release);
         TensorHandle handle = new TensorHandle(memory.ownerHold());
         boolean readOnly = (flags & DlpackFlags.READ_ONLY) != 0;
@@ -154,12 +157,14 @@ public final class ManagedTensor implements AutoCloseable {
      * hold was released (it frees the memory), so the safety net never runs it afterwards, and the
      * deleter runs exactly once.
      */
-    static final class DeleterCall extends MemoryOwner.Lifetime {
+    static final class DeleterCall extends MemoryOwner.Lifetime implements TensorDeleter {
         private final long deleter;
         private final long self;
         private final Executor context;
         /** Written before the hand-over, which happens-before the context runs it (Executor's contract). */
         private boolean handedOver;
+        /** Set once validated ({@link #adopted}); 0 for a refused struct. */
+        private long tensorBytes;
 
         DeleterCall(long deleter, long self, Executor context) {
             super(null, false);
@@ -176,6 +181,11 @@ public final class ManagedTensor implements AutoCloseable {
                 handedOver = true;
                 context.execute(this);
             }
+        }
+
+        @Override
+        public long tensorBytes() {
+            return tensorBytes;
         }
 
         /** The owner's hold released before the hand-over; the deleter call, run by the context, after it. */

@@ -1,6 +1,7 @@
 package io.github.dlpack4j.python.protocol;
 
 import io.github.dlpack4j.ManagedTensor;
+import io.github.dlpack4j.internal.TensorDeleter;
 import io.github.dlpack4j.python.interpreter.Gil;
 import io.github.dlpack4j.python.interpreter.PendingReleases;
 import io.github.dlpack4j.python.interpreter.Shutdown;
@@ -20,38 +21,34 @@ import java.util.concurrent.Executor;
  * next GIL acquisition or within 20 ms; past the queue's bound, the closing thread takes the GIL
  * and runs it (with the queued ones) itself. After the JVM's shutdown began it leaks instead.
  *
- * <p>One per import: the bound counts bytes ({@link #adopt} records the tensor's), and the object
- * itself is what waits in the queue, so deferring allocates nothing.
+ * <p>One context ({@link #CONTEXT}) for every import, so that an import makes no object for it: a
+ * {@code ProducerDeleter} is the queue's node, made only when a deleter call is queued, and the
+ * bound counts the bytes that the call says its tensor holds ({@link TensorDeleter}). If even that
+ * node cannot be allocated, a platform thread takes the GIL and runs the call itself.
  */
-final class ProducerDeleter extends PendingReleases.Node implements Executor {
-    /**
-     * The tensor's logical size, written once right after adoption. A close that races with that
-     * write (an unpublished tensor closed by another thread) may read 0: the bound then counts
-     * this tensor as nothing, and the entry bound still applies.
-     */
-    private long bytes;
-    /** The deleter call, kept while it waits in {@link PendingReleases}. */
-    private Runnable due;
+final class ProducerDeleter extends PendingReleases.Node {
+    /** Runs Python producers' deleter calls holding the GIL, or queues them for the next holder. */
+    static final Executor CONTEXT = ProducerDeleter::run;
 
-    /**
-     * Adopts the managed tensor a Python producer made, with its deleter run by a new
-     * {@code ProducerDeleter}, which records the tensor's size for the queue's byte bound.
-     */
+    /** The deleter call that waits in {@link PendingReleases}. */
+    private final Runnable due;
+
+    private ProducerDeleter(Runnable due) {
+        this.due = due;
+    }
+
+    /** Adopts the managed tensor a Python producer made, with its deleter run in {@link #CONTEXT}. */
     static ManagedTensor adopt(long ptr, boolean versioned) {
         return adopt(MemorySegment.ofAddress(ptr), versioned);
     }
 
     /** {@link #adopt(long, boolean)} of a pointer held as a segment. */
     static ManagedTensor adopt(MemorySegment ptr, boolean versioned) {
-        ProducerDeleter deleter = new ProducerDeleter();
-        ManagedTensor m = versioned ? ManagedTensor.adoptVersioned(ptr, deleter) : ManagedTensor.adoptLegacy(ptr, deleter);
-        var t = m.tensor();
-        deleter.bytes = t.numel() * t.dtype().byteSize();
-        return m;
+        return versioned ? ManagedTensor.adoptVersioned(ptr, CONTEXT) : ManagedTensor.adoptLegacy(ptr, CONTEXT);
     }
 
-    @Override
-    public void execute(Runnable deleter) {
+    /** {@link #CONTEXT}'s {@code execute}. */
+    private static void run(Runnable deleter) {
         if (Shutdown.isShuttingDown()) {
             return;
         }
@@ -69,18 +66,25 @@ final class ProducerDeleter extends PendingReleases.Node implements Executor {
             return;
         }
         // A virtual thread may not take the GIL: it queues even past the bound, and wakes the flusher.
-        due = deleter;
-        if (PendingReleases.deferDeleter(this, bytes, Thread.currentThread().isVirtual())) {
+        boolean virtual = Thread.currentThread().isVirtual();
+        ProducerDeleter node;
+        try {
+            node = new ProducerDeleter(deleter);
+        } catch (OutOfMemoryError e) {
+            if (virtual) {
+                throw e; // it may not take the GIL, and nothing is left to queue the call with
+            }
+            node = null;
+        }
+        long bytes = deleter instanceof TensorDeleter d ? d.tensorBytes() : 0;
+        if (node != null && PendingReleases.deferDeleter(node, bytes, virtual)) {
             return;
         }
-        due = null;
         Gil.runOwnHold(deleter); // the queued ones first, then this one; leaked if the JVM is shutting down
     }
 
     @Override
     protected void release() {
-        Runnable d = due;
-        due = null;
-        d.run();
+        due.run();
     }
 }
