@@ -91,7 +91,7 @@ public final class ExchangeApi {
      *         bit set, as {@link #importNoSync(PyObject)}
      */
     public <T> T withDLTensorView(PyObject obj, Function<Tensor, T> reader) {
-        return Gil.with(() -> table.withDLTensorView(obj.borrow(), reader));
+        return table.withDLTensorView(obj.borrow(), reader); // the table takes the GIL itself
     }
 
     /**
