@@ -50,11 +50,17 @@ public final class BatchInference implements Serializable {
     /** The batch size when none is given. */
     public static final int DEFAULT_BATCH_SIZE = 1024;
 
+    /** The model's inputs, in the order of its arguments. */
     private final List<Request> inputs;
+    /** The columns copied to the output rows. */
     private final List<Request> passThrough;
+    /** The model's outputs, in the order of its results. */
     private final List<TensorColumn> outputs;
+    /** The column that names a refused row; null for none. */
     private final String key;
+    /** The model. */
     private final PythonModel model;
+    /** The most rows per batch. */
     private final int batchSize;
 
     private BatchInference(Builder b) {
@@ -152,7 +158,12 @@ public final class BatchInference implements Serializable {
                 + List.of(schema.fieldNames()));
     }
 
-    /** A column the builder was told of: its type comes from the input's schema. */
+    /**
+     * A column the builder was told of: its type comes from the input's schema.
+     *
+     * @param name   the column's name
+     * @param length the values per row of an array, or {@link TensorColumn#SCALAR}
+     */
     private record Request(String name, int length) implements Serializable {
     }
 

@@ -25,13 +25,21 @@ public final class InferenceMetrics implements Serializable {
     /** One batch in this many has its packing and unpacking timed. */
     static final int TIMED_EVERY = 8;
 
+    /** Rows scored. */
     private final LongAccumulator rows;
+    /** Batches scored. */
     private final LongAccumulator batches;
+    /** Nanoseconds in the model's calls. */
     private final LongAccumulator modelNanos;
+    /** Nanoseconds of the exchanges around them. */
     private final LongAccumulator exchangeNanos;
+    /** Batches whose packing and unpacking were timed. */
     private final LongAccumulator timedBatches;
+    /** Nanoseconds of those packings. */
     private final LongAccumulator packNanos;
+    /** Nanoseconds of those unpackings. */
     private final LongAccumulator unpackNanos;
+    /** The process id of each task's JVM. */
     private final CollectionAccumulator<Long> pids;
 
     private InferenceMetrics(SparkContext sc) {

@@ -38,8 +38,11 @@ public final class PythonModel implements Serializable {
         PyObject load(Python python);
     }
 
+    /** The model's name. */
     private final String name;
+    /** What an executor's cache knows the model by. */
     private final String key;
+    /** Makes the model's callable. */
     private final Loader loader;
 
     private PythonModel(String name, String key, Loader loader) {
@@ -121,7 +124,14 @@ public final class PythonModel implements Serializable {
         return "PythonModel[" + key + "]";
     }
 
-    /** The loader of {@link #fromSource}. */
+    /**
+     * The loader of {@link #fromSource}.
+     *
+     * @param name    the model's name
+     * @param source  its Python source
+     * @param factory the function of the source that makes the callable
+     * @param args    the factory's arguments
+     */
     private record SourceLoader(String name, String source, String factory, List<Object> args) implements Loader {
         @Override
         public PyObject load(Python python) {

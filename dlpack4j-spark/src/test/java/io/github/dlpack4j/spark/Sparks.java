@@ -62,6 +62,8 @@ final class Sparks {
             List<String> directories = sparkHome();
             conf.set("spark.executor.extraClassPath", String.join(File.pathSeparator, directories))
                     .set("spark.executor.memory", "1g")
+                    // No waiting for a locality that one machine does not have (3 s per task set).
+                    .set("spark.locality.wait", "0")
                     // Every executor registered before the first task, so that both get tasks.
                     .set("spark.scheduler.minRegisteredResourcesRatio", "1.0")
                     .set("spark.scheduler.maxRegisteredResourcesWaitingTime", "60s");
