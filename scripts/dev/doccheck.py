@@ -57,6 +57,8 @@ MODULE_IMPORTS = {
         "org.apache.arrow.vector.complex",
     ),
     "dlpack4j-onnxruntime": ("io.github.dlpack4j.onnxruntime", "ai.onnxruntime"),
+    # Spark's packages clash with ours (org.apache.spark.sql.types.DataType): samples import them by name.
+    "dlpack4j-spark": ("io.github.dlpack4j.spark",),
 }
 JDK_IMPORTS = ("java.util", "java.nio", "java.lang.foreign")
 

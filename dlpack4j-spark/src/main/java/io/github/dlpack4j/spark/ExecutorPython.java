@@ -1,0 +1,153 @@
+package io.github.dlpack4j.spark;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+
+import io.github.dlpack4j.python.PyObject;
+import io.github.dlpack4j.python.Python;
+
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.launcher.JavaModuleOptions;
+
+/**
+ * The embedded Python of an executor JVM, and how executors find theirs.
+ *
+ * <p>{@link #get()} starts the JVM's one interpreter the first time a task asks, from whichever
+ * task thread that is (the others wait for it), and gives every later caller the same one. The
+ * interpreter is the Python executable named by the system property {@code dlpack4j.python}, else
+ * by the Spark setting {@value #EXECUTOR_ENV} (which {@link #configure} sets; on an executor it is
+ * also the variable {@code DLPACK4J_PYTHON}, so the two agree), else by {@code DLPACK4J_PYTHON},
+ * else {@code python3}: see {@link Python#start()}. In {@code local[N]} mode the executor is the
+ * driver's JVM, and its interpreter the driver's.
+ *
+ * <p>{@link #model(PythonModel)} loads a model once per JVM and gives every task thread the same
+ * Python object; Python calls take the GIL for themselves, and torch lets it go while it computes.
+ */
+public final class ExecutorPython {
+    /** The Spark setting that names the executors' Python: {@code spark.executorEnv.DLPACK4J_PYTHON}. */
+    public static final String EXECUTOR_ENV = "spark.executorEnv.DLPACK4J_PYTHON";
+    /** The flag without which the JVM refuses dlpack4j's native calls. */
+    public static final String NATIVE_ACCESS = "--enable-native-access=ALL-UNNAMED";
+    private static final String EXECUTOR_JAVA_OPTIONS = "spark.executor.extraJavaOptions";
+    private static final String PYTHON_PROPERTY = "dlpack4j.python";
+
+    private static final Object START = new Object();
+    private static volatile Python python;
+    private static final ConcurrentHashMap<String, CompletableFuture<PyObject>> MODELS = new ConcurrentHashMap<>();
+
+    private ExecutorPython() {
+    }
+
+    /**
+     * The interpreter of this JVM, started on first use.
+     *
+     * @return the JVM's one interpreter
+     * @throws IllegalStateException naming the fix when the interpreter cannot start (no such
+     *                               executable, no shared libpython, the JVM lacks {@link #NATIVE_ACCESS})
+     */
+    public static Python get() {
+        Python p = python;
+        if (p != null) {
+            return p;
+        }
+        synchronized (START) {
+            if (python == null) {
+                String configured = configuredPython();
+                if (System.getProperty(PYTHON_PROPERTY) == null && configured != null) {
+                    System.setProperty(PYTHON_PROPERTY, configured); // what Python.start() reads first
+                }
+                python = Python.start();
+            }
+            return python;
+        }
+    }
+
+    /** {@return {@value #EXECUTOR_ENV} of this JVM's Spark, or null} */
+    private static String configuredPython() {
+        SparkEnv env = SparkEnv.get();
+        if (env == null) {
+            return null;
+        }
+        scala.Option<String> value = env.conf().getOption(EXECUTOR_ENV);
+        return value.isDefined() ? value.get() : null;
+    }
+
+    /**
+     * The Python object {@code model} loads, loaded once per JVM (per {@link PythonModel} key) by the
+     * first task that asks; task threads that ask meanwhile wait for that load. A load that fails
+     * fails those tasks, and the next task tries again.
+     *
+     * @param model the model
+     * @return the loaded model, shared by every task of this JVM; never close it
+     * @throws RuntimeException what the load threw (a {@code PythonException} for a Python error)
+     */
+    public static PyObject model(PythonModel model) {
+        Objects.requireNonNull(model, "model");
+        CompletableFuture<PyObject> loaded = MODELS.get(model.key());
+        if (loaded == null) {
+            CompletableFuture<PyObject> mine = new CompletableFuture<>();
+            loaded = MODELS.putIfAbsent(model.key(), mine);
+            if (loaded == null) {
+                try {
+                    mine.complete(model.load(get()));
+                } catch (RuntimeException | Error e) {
+                    MODELS.remove(model.key(), mine);
+                    mine.completeExceptionally(e);
+                    throw e;
+                }
+                return mine.join();
+            }
+        }
+        try {
+            return loaded.join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException r) {
+                throw r;
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Sets what executors need to run dlpack4j: {@value #EXECUTOR_ENV} to {@code pythonExecutable},
+     * and {@link #NATIVE_ACCESS} in {@code spark.executor.extraJavaOptions} (kept with the options
+     * already there). Spark 4.2 gives executors that flag itself too, among its
+     * {@link JavaModuleOptions}; setting it here keeps it when those change. Idempotent.
+     *
+     * @param conf             the application's configuration, changed in place
+     * @param pythonExecutable the Python each executor embeds (for example a venv's {@code bin/python}),
+     *                         present at that path on every worker
+     * @return {@code conf}
+     */
+    public static SparkConf configure(SparkConf conf, String pythonExecutable) {
+        Objects.requireNonNull(conf, "conf");
+        Objects.requireNonNull(pythonExecutable, "pythonExecutable");
+        conf.set(EXECUTOR_ENV, pythonExecutable);
+        String options = conf.get(EXECUTOR_JAVA_OPTIONS, "").strip();
+        if (!Arrays.asList(options.split("\\s+")).contains(NATIVE_ACCESS)) {
+            conf.set(EXECUTOR_JAVA_OPTIONS, options.isEmpty() ? NATIVE_ACCESS : options + " " + NATIVE_ACCESS);
+        }
+        return conf;
+    }
+
+    /**
+     * The JVM options a driver started by hand (without {@code spark-submit}) needs on its command
+     * line: Spark's own for Java 17 and later ({@link JavaModuleOptions#defaultModuleOptionArray()},
+     * which {@code spark-submit} adds), and {@link #NATIVE_ACCESS}.
+     *
+     * @return the options, one per element
+     */
+    public static List<String> jvmOptions() {
+        List<String> options = new ArrayList<>(Arrays.asList(JavaModuleOptions.defaultModuleOptionArray()));
+        if (!options.contains(NATIVE_ACCESS)) {
+            options.add(NATIVE_ACCESS);
+        }
+        return List.copyOf(options);
+    }
+}

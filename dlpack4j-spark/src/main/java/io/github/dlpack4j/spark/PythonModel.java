@@ -1,0 +1,141 @@
+package io.github.dlpack4j.spark;
+
+import java.io.Serializable;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Objects;
+
+import io.github.dlpack4j.python.PyObject;
+import io.github.dlpack4j.python.Python;
+
+/**
+ * A model that executors load into their embedded Python, once per executor JVM
+ * ({@link ExecutorPython#model}): a Python callable that takes a batch's input tensors, in the order
+ * {@link BatchInference} declares them, as DLPack objects ({@code torch.from_dlpack(x)} views one
+ * without a copy), and returns the output tensors: one DLPack producer (a torch tensor, a NumPy
+ * array), a tuple or list of them in the declared order, or a dict of them by output name.
+ *
+ * <p>The model travels to the executors inside the job, so what makes it must be serializable:
+ * Python source code ({@link #fromSource}), or a {@link Loader}, a serializable Java function.
+ */
+public final class PythonModel implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    /** Makes the model's Python callable, in an executor; serializable, as it travels with the job. */
+    @FunctionalInterface
+    public interface Loader extends Serializable {
+        /**
+         * Makes the callable.
+         *
+         * @param python the executor's interpreter
+         * @return the model: a Python callable, owned by the executor from now on
+         */
+        PyObject load(Python python);
+    }
+
+    /** The model's name. */
+    private final String name;
+    /** What an executor's cache knows the model by. */
+    private final String key;
+    /** Makes the model's callable. */
+    private final Loader loader;
+
+    private PythonModel(String name, String key, Loader loader) {
+        this.name = name;
+        this.key = key;
+        this.loader = loader;
+    }
+
+    /**
+     * A model made by a Java function. Executors load it once per {@code name}: give another model
+     * another name.
+     *
+     * @param name   the model's name, unique per model within an application
+     * @param loader makes the callable
+     * @return the model
+     */
+    public static PythonModel of(String name, Loader loader) {
+        Objects.requireNonNull(name, "name");
+        Objects.requireNonNull(loader, "loader");
+        return new PythonModel(name, name, loader);
+    }
+
+    /**
+     * A model made by Python source: {@code source} runs as a module of its own (its tracebacks show
+     * its lines, under the file name {@code <model NAME>}), then {@code factory(*args)} makes the
+     * callable. Executors load it once per name, source, factory and arguments.
+     *
+     * @param name    the model's name
+     * @param source  Python code that defines {@code factory}
+     * @param factory the function of {@code source} that returns the model's callable
+     * @param args    its arguments: strings, numbers, booleans, lists and maps of them (as Python's)
+     * @return the model
+     * @throws IllegalArgumentException if an argument is not serializable
+     */
+    public static PythonModel fromSource(String name, String source, String factory, Object... args) {
+        Objects.requireNonNull(name, "name");
+        Objects.requireNonNull(source, "source");
+        Objects.requireNonNull(factory, "factory");
+        List<Object> arguments = new ArrayList<>(Arrays.asList(args));
+        for (Object a : arguments) {
+            if (a != null && !(a instanceof Serializable)) {
+                throw new IllegalArgumentException("model " + name + ": argument " + a + " of "
+                        + a.getClass().getName() + " is not serializable; pass strings, numbers, lists or maps");
+            }
+        }
+        String key = name + "@" + digest(source + '\0' + factory + '\0' + arguments);
+        return new PythonModel(name, key, new SourceLoader(name, source, factory, arguments));
+    }
+
+    private static String digest(String text) {
+        try {
+            byte[] d = MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
+            return HexFormat.of().formatHex(d, 0, 8);
+        } catch (NoSuchAlgorithmException e) {
+            throw new AssertionError("every JDK has SHA-256", e);
+        }
+    }
+
+    /** {@return the model's name} */
+    public String name() {
+        return name;
+    }
+
+    /** What an executor's cache knows the model by. */
+    String key() {
+        return key;
+    }
+
+    PyObject load(Python python) {
+        PyObject model = loader.load(python);
+        if (model == null) {
+            throw new IllegalStateException("model " + name + ": the loader returned no Python object");
+        }
+        return model;
+    }
+
+    @Override
+    public String toString() {
+        return "PythonModel[" + key + "]";
+    }
+
+    /**
+     * The loader of {@link #fromSource}.
+     *
+     * @param name    the model's name
+     * @param source  its Python source
+     * @param factory the function of the source that makes the callable
+     * @param args    the factory's arguments
+     */
+    private record SourceLoader(String name, String source, String factory, List<Object> args) implements Loader {
+        @Override
+        public PyObject load(Python python) {
+            return PythonHelpers.of(python).loadSource(name, source, factory, args);
+        }
+    }
+}

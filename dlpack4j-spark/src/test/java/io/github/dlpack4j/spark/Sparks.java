@@ -1,0 +1,112 @@
+package io.github.dlpack4j.spark;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.spark.SparkConf;
+import org.apache.spark.sql.SparkSession;
+
+/**
+ * The tests' Spark: one session at a time per JVM (Spark allows one context), local or a local
+ * cluster, started on first use and replaced when a test class needs the other kind.
+ */
+final class Sparks {
+    private static SparkSession session;
+    private static String master;
+
+    private Sparks() {
+    }
+
+    /** {@return a local[2] session: the executor is this JVM} */
+    static synchronized SparkSession local() {
+        return session("local[2]");
+    }
+
+    /**
+     * {@return a local cluster: a Master and {@code executors} Workers of one core in this JVM, each
+     * Worker starting its executor as a JVM of its own}
+     */
+    static synchronized SparkSession cluster(int executors) {
+        return session("local-cluster[" + executors + ",1,1024]");
+    }
+
+    /** {@return the Python the tests embed: the reactor's .venv, from the POM} */
+    static String python() {
+        String p = System.getProperty("dlpack4j.python");
+        if (p == null) {
+            throw new IllegalStateException("the tests need -Ddlpack4j.python (the POM sets it to .venv/bin/python)");
+        }
+        return p;
+    }
+
+    private static SparkSession session(String wanted) {
+        if (session != null && wanted.equals(master)) {
+            return session;
+        }
+        stop();
+        SparkConf conf = new SparkConf()
+                .setMaster(wanted)
+                .setAppName("dlpack4j-spark tests")
+                .set("spark.ui.enabled", "false")
+                .set("spark.driver.host", "127.0.0.1")
+                .set("spark.driver.bindAddress", "127.0.0.1")
+                .set("spark.sql.shuffle.partitions", "2")
+                .set("spark.sql.adaptive.enabled", "false");
+        ExecutorPython.configure(conf, python());
+        if (wanted.startsWith("local-cluster")) {
+            List<String> directories = sparkHome();
+            conf.set("spark.executor.extraClassPath", String.join(File.pathSeparator, directories))
+                    .set("spark.executor.memory", "1g")
+                    // No waiting for a locality that one machine does not have (3 s per task set).
+                    .set("spark.locality.wait", "0")
+                    // Every executor registered before the first task, so that both get tasks.
+                    .set("spark.scheduler.minRegisteredResourcesRatio", "1.0")
+                    .set("spark.scheduler.maxRegisteredResourcesWaitingTime", "60s");
+        }
+        session = SparkSession.builder().config(conf).getOrCreate();
+        master = wanted;
+        return session;
+    }
+
+    /** Stops the running session, if any. */
+    static synchronized void stop() {
+        if (session != null) {
+            session.stop();
+            session = null;
+            master = null;
+        }
+    }
+
+    /**
+     * Fills SPARK_HOME (the POM points it into target/) the way the Workers' launcher reads it: a
+     * RELEASE file and jars/ holding a link to each jar of this JVM's class path. {@return the class
+     * path's directories} (the modules' classes), which reach the executors as their extra class path.
+     */
+    private static List<String> sparkHome() {
+        Path home = Path.of(System.getenv("SPARK_HOME"));
+        Path jars = home.resolve("jars");
+        List<String> directories = new ArrayList<>();
+        try {
+            Files.createDirectories(jars);
+            Files.writeString(home.resolve("RELEASE"), "dlpack4j-spark tests: the test class path\n");
+            for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
+                Path p = Path.of(entry).toAbsolutePath();
+                if (Files.isDirectory(p)) {
+                    directories.add(p.toString());
+                } else if (entry.endsWith(".jar")) {
+                    Path link = jars.resolve(p.getFileName());
+                    Files.deleteIfExists(link);
+                    Files.createSymbolicLink(link, p);
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return directories;
+    }
+}

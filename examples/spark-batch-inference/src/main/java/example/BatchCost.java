@@ -1,0 +1,126 @@
+package example;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+
+import io.github.dlpack4j.ManagedTensor;
+import io.github.dlpack4j.python.PyObject;
+import io.github.dlpack4j.python.Python;
+import io.github.dlpack4j.python.PythonDlpack;
+import io.github.dlpack4j.spark.ExecutorPython;
+import io.github.dlpack4j.spark.PythonModel;
+import io.github.dlpack4j.spark.RowBatch;
+import io.github.dlpack4j.spark.RowsToTensors;
+import io.github.dlpack4j.spark.TensorColumn;
+import io.github.dlpack4j.spark.TensorsToRows;
+
+import org.apache.spark.SparkConf;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * What dlpack4j costs per batch once everything is warm, apart from Spark: the first {@code batch}
+ * rows of the input, read by Spark once and kept, go through what a task of the example does to
+ * each batch, {@code rounds} times in one JVM (local mode), and each step is timed: the packing
+ * ({@link RowsToTensors}), the exchange (the batch handed to Python, the model's output imported),
+ * the model's call, the writing of the output rows ({@link TensorsToRows}).
+ *
+ * <pre>
+ * BatchCost --input DIR --weights FILE [--batch N] [--rounds N]
+ * </pre>
+ */
+public final class BatchCost {
+    private BatchCost() {
+    }
+
+    public static void main(String[] args) throws IOException {
+        List<String> a = Arrays.asList(args);
+        String input = a.get(a.indexOf("--input") + 1);
+        String weights = Path.of(a.get(a.indexOf("--weights") + 1)).toAbsolutePath().toString();
+        int batch = a.contains("--batch") ? Integer.parseInt(a.get(a.indexOf("--batch") + 1)) : 1024;
+        int rounds = a.contains("--rounds") ? Integer.parseInt(a.get(a.indexOf("--rounds") + 1)) : 2000;
+
+        SparkConf conf = new SparkConf().setMaster("local[1]").setAppName("batch-cost").set("spark.ui.enabled", "false")
+                .set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1");
+        SparkSession spark = SparkSession.builder().config(conf).getOrCreate();
+        List<InternalRow> rows;
+        StructType schema;
+        try {
+            Dataset<Row> in = spark.read().parquet(input).select("id", "features").limit(batch);
+            schema = in.schema();
+            rows = in.queryExecution().toRdd().toJavaRDD().map(InternalRow::copy).collect();
+        } finally {
+            spark.stop();
+        }
+        RowsToTensors packer = RowsToTensors.of(schema, List.of(TensorColumn.array("features", DataTypes.FloatType, 256),
+                TensorColumn.scalar("id", DataTypes.LongType)), "id");
+        TensorsToRows writer = TensorsToRows.of(List.of(TensorColumn.scalar("id", DataTypes.LongType),
+                TensorColumn.array("scores", DataTypes.FloatType, 16)));
+        Python py = ExecutorPython.get();
+        PyObject mlp = ExecutorPython.model(PythonModel.fromSource("mlp", resource("mlp.py"), "load", weights, 1));
+
+        long[] pack = new long[rounds];
+        long[] exchange = new long[rounds];
+        long[] model = new long[rounds];
+        long[] unpack = new long[rounds];
+        long check = 0;
+        for (int r = 0; r < rounds; r++) {
+            long t0 = System.nanoTime();
+            RowBatch b = packer.next(rows.iterator(), batch);
+            long t1 = System.nanoTime();
+            long[] called = new long[2];
+            ManagedTensor scores = py.withGil(() -> {
+                try (PyObject x = PythonDlpack.toPython(b.tensor(0))) {
+                    called[0] = System.nanoTime();
+                    try (PyObject y = mlp.call(x)) {
+                        called[1] = System.nanoTime();
+                        return PythonDlpack.fromDlpack(y);
+                    }
+                }
+            });
+            long t2 = System.nanoTime();
+            var out = writer.rows(List.of(b.tensor(1), scores.tensor()));
+            while (out.hasNext()) {
+                check += out.next().getLong(0);
+            }
+            long t3 = System.nanoTime();
+            scores.close();
+            b.close();
+            long t4 = System.nanoTime();
+            pack[r] = t1 - t0;
+            model[r] = called[1] - called[0];
+            exchange[r] = (t2 - t1) - model[r] + (t4 - t3);
+            unpack[r] = t3 - t2;
+        }
+        double p = median(pack), e = median(exchange), m = median(model), u = median(unpack);
+        System.out.println(String.format(Locale.ROOT,
+                "batch-cost: %d rows a batch, median of the last %d of %d rounds: pack %.0f µs, exchange %.0f µs, "
+                        + "unpack %.0f µs, model %.0f µs; dlpack4j %.0f µs a batch, %.1f%% of the model (check %d)",
+                rows.size(), rounds / 2, rounds, p, e, u, m, p + e + u, 100 * (p + e + u) / m, check));
+    }
+
+    /** {@return the median of the second half of {@code nanos}, the warm rounds, in microseconds} */
+    private static double median(long[] nanos) {
+        long[] warm = Arrays.copyOfRange(nanos, nanos.length / 2, nanos.length);
+        Arrays.sort(warm);
+        return warm[warm.length / 2] / 1e3;
+    }
+
+    private static String resource(String name) throws IOException {
+        try (InputStream in = BatchCost.class.getResourceAsStream("/" + name)) {
+            if (in == null) {
+                throw new IOException(name + " is not on the class path");
+            }
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        }
+    }
+}
