@@ -106,8 +106,21 @@ public final class SparkScore {
             List<String> jobs = new ArrayList<>();
             InferenceMetrics metrics = null;
             double job = 0;
+            long cpuOfLastJob = 0;
+            // The task threads' CPU time of the last job, which load from other processes on the
+            // machine changes less than its wall time.
+            java.util.concurrent.atomic.LongAdder cpu = new java.util.concurrent.atomic.LongAdder();
+            spark.sparkContext().addSparkListener(new org.apache.spark.scheduler.SparkListener() {
+                @Override
+                public void onTaskEnd(org.apache.spark.scheduler.SparkListenerTaskEnd end) {
+                    if (end.taskMetrics() != null) {
+                        cpu.add(end.taskMetrics().executorCpuTime());
+                    }
+                }
+            });
             for (int run = 0; run < repeat; run++) {
                 metrics = InferenceMetrics.register(spark.sparkContext());
+                cpu.reset();
                 long start = System.nanoTime();
                 Dataset<Row> in = spark.read().parquet(input);
                 Dataset<Row> scored = a.containsKey("--no-model")
@@ -117,14 +130,21 @@ public final class SparkScore {
                 // away (Parquet's writer spent more time on that than on anything else of the job).
                 scored.write().mode("overwrite").option("parquet.enable.dictionary", "false").parquet(output);
                 job = (System.nanoTime() - start) / 1e9;
+                try {
+                    spark.sparkContext().listenerBus().waitUntilEmpty(); // the job's last task-end events
+                } catch (java.util.concurrent.TimeoutException e) {
+                    throw new IllegalStateException(e);
+                }
+                cpuOfLastJob = cpu.sum();
                 jobs.add(String.format(Locale.ROOT, "%.2f", job));
             }
             long rows = spark.read().parquet(output).count();
             double total = (System.currentTimeMillis() - ManagementFactory.getRuntimeMXBean().getStartTime()) / 1e3;
             System.out.println(String.format(Locale.ROOT,
-                    "spark-score: %d rows in %.1f s (the scoring job %.2f s, %.0f rows/s%s), master %s, executors pid %s "
-                            + "(driver pid %d); %s",
-                    rows, total, job, rows / job, repeat > 1 ? "; jobs " + String.join(" ", jobs) + " s" : "", master,
+                    "spark-score: %d rows in %.1f s (the scoring job %.2f s, %.0f rows/s, task CPU %.2f s%s), master %s, "
+                            + "executors pid %s (driver pid %d); %s",
+                    rows, total, job, rows / job, cpuOfLastJob / 1e9,
+                    repeat > 1 ? "; jobs " + String.join(" ", jobs) + " s" : "", master,
                     metrics.executorPids().stream().map(String::valueOf).collect(Collectors.joining(", ")),
                     ProcessHandle.current().pid(), a.containsKey("--no-model") ? "no model" : metrics));
         } finally {
