@@ -1,6 +1,16 @@
 """The model and its input transform, shared by ImageClassify (in the JVM) and python/check.py."""
 import torch
-import torchvision
+
+try:
+    import torchvision
+except RuntimeError:
+    # A CUDA build of torchvision beside a CPU torch (this project's package index has no other; see
+    # examples/serve-torch/python/serve_models.py): its operator library cannot load, and the import
+    # fails on the schemas of two operators it would have defined. resnet18 uses neither of them.
+    _schemas = torch.library.Library("torchvision", "DEF")
+    for _op in ("nms", "qnms"):
+        _schemas.define(f"{_op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    import torchvision
 
 torch.manual_seed(0)
 model = torchvision.models.resnet18(weights=None).eval()  # random weights, seeded: nothing downloaded
