@@ -14,7 +14,6 @@ import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Random;
-import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import javax.imageio.ImageIO;
 import javax.imageio.ImageReadParam;
@@ -70,10 +69,10 @@ public class ImageBench {
         @TearDown(Level.Trial)
         public void tearDown(BenchmarkParams params) throws IOException {
             if (params.getBenchmark().endsWith(".imageIoDecodes")) {
-                double decode = nanosPerCall(() -> ImageIO.read(path.toFile()));
-                double read = nanosPerCall(() -> closed(ImageTensors.read(path)));
-                double readThenOf = nanosPerCall(() -> closed(ImageTensors.of(ImageIO.read(path.toFile()))));
-                double intoNative = nanosPerCall(() -> decodeIntoANativeImage(path));
+                double decode = InFork.nanosPerCall(() -> ImageIO.read(path.toFile()), 200);
+                double read = InFork.nanosPerCall(() -> closed(ImageTensors.read(path)), 200);
+                double readThenOf = InFork.nanosPerCall(() -> closed(ImageTensors.of(ImageIO.read(path.toFile()))), 200);
+                double intoNative = InFork.nanosPerCall(() -> decodeIntoANativeImage(path), 200);
                 System.out.printf("%n[in-fork] image %s %dx%d: ImageIO.read %.0f us; ImageTensors.read %.0f us (%.2fx), "
                                 + "ImageIO.read + of %.0f us (%.2fx), decoding into native memory %.0f us (%.2fx)%n",
                         format, WIDTH, HEIGHT, decode / 1e3, read / 1e3, read / decode, readThenOf / 1e3,
@@ -180,26 +179,5 @@ public class ImageBench {
     private static Object closed(Tensor t) {
         t.close();
         return t;
-    }
-
-    /** The best of five rounds of at least 200 ms each. */
-    static double nanosPerCall(Callable<?> call) {
-        double best = Double.MAX_VALUE;
-        try {
-            for (int round = 0; round < 5; round++) {
-                long calls = 0;
-                long start = System.nanoTime();
-                long elapsed;
-                do {
-                    call.call();
-                    calls++;
-                    elapsed = System.nanoTime() - start;
-                } while (elapsed < 200_000_000L);
-                best = Math.min(best, (double) elapsed / calls);
-            }
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
-        return best;
     }
 }
