@@ -101,7 +101,7 @@ public final class ImageTensors {
     /**
      * A tensor's pixels as an image, in RGB order; see {@link #toImage(Tensor, ChannelOrder)}.
      *
-     * @param pixels a compact, writable uint8 CPU tensor of {@code [height, width, 1, 3 or 4]}
+     * @param pixels a compact, writable uint8 CPU tensor of {@code [height, width, channels]}, with 1, 3 or 4 channels
      * @return an image over the tensor's memory
      * @throws IllegalArgumentException as {@link #toImage(Tensor, ChannelOrder)}
      */
@@ -117,7 +117,7 @@ public final class ImageTensors {
      * and ImageIO writes it, more slowly than the JDK's own types (draw it into one of them to edit
      * it at length).
      *
-     * @param pixels a compact, writable uint8 CPU tensor of {@code [height, width, 1, 3 or 4]}
+     * @param pixels a compact, writable uint8 CPU tensor of {@code [height, width, channels]}, with 1, 3 or 4 channels
      * @param order  the order of the tensor's colour channels
      * @return an image over the tensor's memory
      * @throws IllegalArgumentException if the tensor is not uint8, not 3-d, has another number of

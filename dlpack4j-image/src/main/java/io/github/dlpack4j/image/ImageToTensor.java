@@ -83,7 +83,7 @@ final class ImageToTensor {
     }
 
     /** {@return how many channels the tensor of {@code cm}'s pixels has: 1 for gray, 4 with alpha, else 3} */
-    static int channels(ColorModel cm) {
+    private static int channels(ColorModel cm) {
         refuseWideSamples(cm);
         if (cm instanceof ComponentColorModel && isGray(cm) && !cm.hasAlpha()) {
             return 1;
