@@ -15,7 +15,13 @@ classify = runpy.run_path(str(here.parent / "src" / "main" / "resources" / "clas
 pixels = np.fromfile(out / "pixels.u8", dtype=np.uint8).reshape(height, width, 3)
 java_scores = np.fromfile(out / "scores.f32", dtype=np.float32)
 torch_scores = classify(pixels).numpy()
-top = lambda s: [int(i) for i in np.argsort(-s, kind="stable")[:5]]
+
+
+def top(scores):
+    """The indices of the five highest scores, highest first."""
+    return [int(i) for i in np.argsort(-scores, kind="stable")[:5]]
+
+
 diff = float(np.max(np.abs(torch_scores - java_scores)))
 print(f"check: torch on the same pixels, top-5 {top(torch_scores)}, Java's {top(java_scores)}: "
       f"{'equal' if top(torch_scores) == top(java_scores) else 'DIFFERENT'}, max |diff| {diff:g}")
