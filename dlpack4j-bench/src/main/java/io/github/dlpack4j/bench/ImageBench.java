@@ -39,10 +39,12 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  * {@code ImageTensors.read}, whose target is ImageIO's decode time plus at most one copy; beside them
  * the two other ways there are, ImageIO.read then {@code ImageTensors.of} (decode, then a converting
  * copy), and decoding straight into the tensor's native memory (an image from {@code toImage} as the
- * reader's destination), which saves the copy but leaves the readers' array fast paths. The ratios of
- * each to ImageIO's decoding are printed after the measurement ({@code [in-fork] image}). And
+ * reader's destination), which saves the copy but leaves the readers' array fast paths. The four are
+ * timed again by turns in one process after the measurement, and their ratios to ImageIO's decoding
+ * printed ({@code [in-fork] image}). And
  * {@code ImageTensors.of} + close of an image of each layout ImageIO gives, beside the floor of one
- * copy: the image's array copied into a new tensor as it is.
+ * copy: the image's array copied into a new tensor as it is (by turns in one process after
+ * {@code ofThenClose}: {@code [in-fork] image of}).
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -69,10 +71,15 @@ public class ImageBench {
         @TearDown(Level.Trial)
         public void tearDown(BenchmarkParams params) throws IOException {
             if (params.getBenchmark().endsWith(".imageIoDecodes")) {
-                double decode = InFork.nanosPerCall(() -> ImageIO.read(path.toFile()), 200);
-                double read = InFork.nanosPerCall(() -> closed(ImageTensors.read(path)), 200);
-                double readThenOf = InFork.nanosPerCall(() -> closed(ImageTensors.of(ImageIO.read(path.toFile()))), 200);
-                double intoNative = InFork.nanosPerCall(() -> decodeIntoANativeImage(path), 200);
+                double[] ns = InFork.nanosPerCall(10, 100,
+                        () -> ImageIO.read(path.toFile()),
+                        () -> closed(ImageTensors.read(path)),
+                        () -> closed(ImageTensors.of(ImageIO.read(path.toFile()))),
+                        () -> decodeIntoANativeImage(path));
+                double decode = ns[0];
+                double read = ns[1];
+                double readThenOf = ns[2];
+                double intoNative = ns[3];
                 System.out.printf("%n[in-fork] image %s %dx%d: ImageIO.read %.0f us; ImageTensors.read %.0f us (%.2fx), "
                                 + "ImageIO.read + of %.0f us (%.2fx), decoding into native memory %.0f us (%.2fx)%n",
                         format, WIDTH, HEIGHT, decode / 1e3, read / 1e3, read / decode, readThenOf / 1e3,
@@ -98,6 +105,16 @@ public class ImageBench {
             DataBuffer b = image.getRaster().getDataBuffer();
             raw = b instanceof DataBufferInt ints ? MemorySegment.ofArray(ints.getData())
                     : MemorySegment.ofArray(((DataBufferByte) b).getData());
+        }
+
+        /** After {@code ofThenClose}, it and the bulk copy timed by turns in this process. */
+        @TearDown(Level.Trial)
+        public void tearDown(BenchmarkParams params) {
+            if (params.getBenchmark().endsWith(".ofThenClose")) {
+                double[] ns = InFork.nanosPerCall(10, 100, () -> closed(ImageTensors.of(image)), () -> bulkCopy(raw));
+                System.out.printf("%n[in-fork] image of %s %dx%d: of + close %.0f us, one bulk copy %.0f us (%.1fx)%n",
+                        layout, WIDTH, HEIGHT, ns[0] / 1e3, ns[1] / 1e3, ns[0] / ns[1]);
+            }
         }
     }
 
@@ -155,8 +172,12 @@ public class ImageBench {
     /** The floor of one copy: the image's array into a new tensor as it lies, no conversion. */
     @Benchmark
     public long bulkCopyThenClose(DecodedImage i) {
-        try (Tensor t = Tensor.zeros(DataType.UINT8, i.raw.byteSize())) {
-            MemorySegment.copy(i.raw, 0, t.data(), 0, i.raw.byteSize());
+        return bulkCopy(i.raw);
+    }
+
+    static long bulkCopy(MemorySegment raw) {
+        try (Tensor t = Tensor.zeros(DataType.UINT8, raw.byteSize())) {
+            MemorySegment.copy(raw, 0, t.data(), 0, raw.byteSize());
             return t.dataPointer();
         }
     }
