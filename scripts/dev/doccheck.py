@@ -45,6 +45,7 @@ SNIPPET_SOURCES = (
     "dlpack4j-python/src/main/java/io/github/dlpack4j/python/ImportRequest.java",
     "dlpack4j-python/src/main/java/io/github/dlpack4j/python/PythonDlpack.java",
     "dlpack4j-arrow/src/main/java/io/github/dlpack4j/arrow/ArrowTensors.java",
+    "dlpack4j-image/src/main/java/io/github/dlpack4j/image/ImageTensors.java",
 )
 # What a statement block sees, per reactor module (a module not in the reactor adds nothing).
 MODULE_IMPORTS = {
@@ -57,6 +58,7 @@ MODULE_IMPORTS = {
         "org.apache.arrow.vector.complex",
     ),
     "dlpack4j-onnxruntime": ("io.github.dlpack4j.onnxruntime", "ai.onnxruntime"),
+    "dlpack4j-image": ("io.github.dlpack4j.image", "java.awt.image", "javax.imageio", "java.nio.file"),
     # Spark's packages clash with ours (org.apache.spark.sql.types.DataType): samples import them by name.
     "dlpack4j-spark": ("io.github.dlpack4j.spark",),
 }

@@ -82,10 +82,10 @@ public class ArrowBench {
     @TearDown(Level.Trial)
     public void tearDown(BenchmarkParams params) {
         if (params.getBenchmark().endsWith(".ofThenClose")) {
-            double nullable = nanosPerCall(this::ofThenClose);
-            double notNullable = nanosPerCall(this::ofNotNullableThenClose);
-            double accepting = nanosPerCall(this::ofAcceptingNullsThenClose);
-            double copy = nanosPerCall(this::copyIntoFloatArray);
+            double nullable = InFork.nanosPerCall(this::ofThenClose, 50);
+            double notNullable = InFork.nanosPerCall(this::ofNotNullableThenClose, 50);
+            double accepting = InFork.nanosPerCall(this::ofAcceptingNullsThenClose, 50);
+            double copy = InFork.nanosPerCall(this::copyIntoFloatArray, 50);
             System.out.printf("%n[in-fork] arrow %d float32 values (%s): of+close %.1f ns (nullable field), %.1f ns "
                             + "(not nullable), %.1f ns (NullPolicy.ACCEPT); bulk copy into float[] %.1f ns: "
                             + "copy / of = %.0fx, %.0fx, %.0fx%n", rows,
@@ -96,23 +96,6 @@ public class ArrowBench {
         view.close();
         vector.close();
         allocator.close();
-    }
-
-    /** The best of five rounds of at least 50 ms each. */
-    private static double nanosPerCall(java.util.function.Supplier<?> call) {
-        double best = Double.MAX_VALUE;
-        for (int round = 0; round < 5; round++) {
-            long calls = 0;
-            long start = System.nanoTime();
-            long elapsed;
-            do {
-                call.get();
-                calls++;
-                elapsed = System.nanoTime() - start;
-            } while (elapsed < 50_000_000L);
-            best = Math.min(best, (double) elapsed / calls);
-        }
-        return best;
     }
 
     /** The tensor over the vector, nulls refused (the validity bitmap is read), then closed. */

@@ -24,7 +24,8 @@ import picocli.CommandLine.Spec;
 @Command(name = "bench", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = {"Times each exchange between Java and numpy / torch on float32 tensors of each size, beside",
                 "the same exchange done in Python alone in this process (timeit), and prints the ratios; with",
-                "ONNX Runtime on the class path and onnxruntime in Python, also a Java tensor given to ORT Java. A copy",
+                "ONNX Runtime on the class path and onnxruntime in Python, also a Java tensor given to ORT Java; with",
+                "Pillow, a Java image as a tensor beside numpy.asarray of a PIL image. A copy",
                 "of the data is timed too, for scale: a zero-copy exchange costs the same at every size.",
                 "Uses the Python of -Ddlpack4j.python, else DLPACK4J_PYTHON, else python3 (numpy and torch needed)."})
 final class BenchCommand implements Callable<Integer> {
@@ -65,7 +66,7 @@ final class BenchCommand implements Callable<Integer> {
             List<Exchange> exchanges = new ArrayList<>();
             for (Exchange e : Exchange.values()) {
                 List<String> missing = e.modules().stream().filter(m -> !PythonSetup.installed(helpers, m)).toList();
-                if (e.isOptional() && (!missing.isEmpty() || !Doctor.ortPresent())) {
+                if (e.isOptional() && (!missing.isEmpty() || e == Exchange.ORT_TAKES_JAVA && !Doctor.ortPresent())) {
                     spec.commandLine().getErr().println("(no \"" + e.javaLabel + "\" rows: " + (missing.isEmpty()
                             ? "ONNX Runtime Java is not on the class path" : missing + " not installed") + ")");
                 } else if (!missing.isEmpty()) {

@@ -79,7 +79,14 @@ final class Doctor {
             problems.add(new Problem("onnxruntime", "ONNX Runtime Java is on the class path but failed: " + ort.error(),
                     "use com.microsoft.onnxruntime:onnxruntime 1.26 (its jar carries the native library), or leave it out"));
         }
-        return new DoctorReport(DoctorReport.SCHEMA_VERSION, problems.isEmpty(), jdk, info, libraries, ort,
+        DoctorReport.Images images = ImageProbe.examine();
+        if (!images.status().equals("ok") || images.layouts().stream()
+                .anyMatch(row -> !row.toTensor().result().equals("yes") || !row.fromTensor().result().equals("yes"))
+                || images.files().values().stream().anyMatch(o -> !o.result().equals("yes"))) {
+            problems.add(new Problem("images", "Java images did not all become tensors and back (the rows are in --json)",
+                    "run a JDK with the java.desktop module and its ImageIO plugins (a full JDK, or a jlink image with java.desktop)"));
+        }
+        return new DoctorReport(DoctorReport.SCHEMA_VERSION, problems.isEmpty(), jdk, info, libraries, ort, images,
                 List.copyOf(problems));
     }
 

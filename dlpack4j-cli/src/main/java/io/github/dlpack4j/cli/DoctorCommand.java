@@ -111,6 +111,7 @@ final class DoctorCommand implements Callable<Integer> {
             }
         }
         printOnnxRuntime(r.onnxRuntime(), out);
+        printImages(r.images(), out);
         out.println();
         if (r.problems().isEmpty()) {
             out.println("Every check passed.");
@@ -148,6 +149,26 @@ final class DoctorCommand implements Callable<Integer> {
                 out.println("  no others (the reasons are in --json)");
             }
         }
+    }
+
+    private static void printImages(DoctorReport.Images images, PrintWriter out) {
+        out.println();
+        if (!images.status().equals("ok")) {
+            out.println("Images (dlpack4j-image): FAILED: " + images.error());
+            return;
+        }
+        out.println("Images (dlpack4j-image): ImageIO reads " + String.join(", ", images.readers()));
+        List<String> both = new ArrayList<>();
+        List<String> failed = new ArrayList<>();
+        for (DoctorReport.LayoutRow row : images.layouts()) {
+            boolean ok = row.toTensor().result().equals("yes") && row.fromTensor().result().equals("yes");
+            (ok ? both : failed).add(row.layout());
+        }
+        out.println("  layouts to a tensor (one copy) and back (an image over the tensor): " + String.join(", ", both));
+        if (!failed.isEmpty()) {
+            out.println("  FAILED: " + String.join(", ", failed) + " (the reasons are in --json)");
+        }
+        out.println("  files read into tensors: " + join(images.files(), DoctorCommand::cell));
     }
 
     private static String cell(Outcome o) {

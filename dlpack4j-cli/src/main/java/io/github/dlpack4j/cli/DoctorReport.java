@@ -13,10 +13,11 @@ import java.util.Map;
  * @param python        the interpreter and how it was chosen
  * @param libraries     each DLPack library looked for, installed or not
  * @param onnxRuntime   ONNX Runtime Java, when dlpack4j-onnxruntime and ORT are on the class path
+ * @param images        Java images as tensors (dlpack4j-image), each layout tried
  * @param problems      each failed check with its fix; empty when {@code ok}
  */
 record DoctorReport(int schemaVersion, boolean ok, Jdk jdk, PythonInfo python, List<Library> libraries,
-                    OnnxRuntime onnxRuntime, List<Problem> problems) {
+                    OnnxRuntime onnxRuntime, Images images, List<Problem> problems) {
     static final int SCHEMA_VERSION = 1;
 
     /**
@@ -84,6 +85,20 @@ record DoctorReport(int schemaVersion, boolean ok, Jdk jdk, PythonInfo python, L
      * @param fromJava a Java tensor of three ones imported by the library
      */
     record DtypeRow(String dtype, Outcome toJava, Outcome fromJava) {}
+
+    /**
+     * @param status  {@code ok}, or {@code error} (ImageIO could not be used)
+     * @param error   why not (null unless error)
+     * @param readers the formats ImageIO reads, lower case
+     * @param layouts per raster layout of ImageIO's PNG and JPEG readers: toTensor {@code ImageTensors.of}
+     *                with every sample checked, fromTensor {@code toImage} and back without a copy
+     * @param files   per format (png, jpeg): a file ImageIO wrote, read by {@code ImageTensors.read} with
+     *                the pixels of {@code ImageIO.read}
+     */
+    record Images(String status, String error, List<String> readers, List<LayoutRow> layouts,
+                  Map<String, Outcome> files) {}
+
+    record LayoutRow(String layout, Outcome toTensor, Outcome fromTensor) {}
 
     /**
      * @param result {@code yes}, {@code no}, or {@code n/a} (the library has no such dtype, or no importer)

@@ -3,9 +3,11 @@ package io.github.dlpack4j.cli;
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.image.ImageTensors;
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 import io.github.dlpack4j.python.PythonDlpack;
+import java.awt.image.BufferedImage;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.DoubleUnaryOperator;
@@ -23,6 +25,7 @@ enum Exchange {
     NUMPY_IMPORTS_JAVA("numpy.from_dlpack(Java tensor)", "numpy.from_dlpack(ndarray)"),
     TORCH_IMPORTS_JAVA("torch.from_dlpack(Java tensor)", "torch.from_dlpack(ndarray)"),
     ORT_TAKES_JAVA("ORT Java takes a Java tensor", "OrtValue.ortvalue_from_numpy(ndarray)"),
+    IMAGE_TO_TENSOR("ImageTensors.of(4BYTE_ABGR image)", "numpy.asarray(PIL RGBA image)"),
     COPY("Tensor.copy() (a copy, for scale)", "ndarray.copy()");
 
     final String javaLabel;
@@ -38,13 +41,14 @@ enum Exchange {
         return switch (this) {
             case JAVA_IMPORTS_TORCH, JAVA_IMPORTS_TORCH_IN_SCOPE, TORCH_IMPORTS_JAVA -> List.of("numpy", "torch");
             case ORT_TAKES_JAVA -> List.of("numpy", "onnxruntime");
+            case IMAGE_TO_TENSOR -> List.of("numpy", "PIL");
             default -> List.of("numpy");
         };
     }
 
     /** {@return whether bench leaves this exchange out, rather than failing, where its runtime is missing} */
     boolean isOptional() {
-        return this == ORT_TAKES_JAVA; // ONNX Runtime, Java's and Python's, is optional
+        return this == ORT_TAKES_JAVA || this == IMAGE_TO_TENSOR; // ONNX Runtime, Java's and Python's, and Pillow are optional
     }
 
     /**
@@ -62,10 +66,17 @@ enum Exchange {
     }
 
     /**
-     * Times this exchange on float32 tensors of {@code elements} elements, about {@code seconds} per
-     * side, after warming the Java side up for at most {@code warmUp} seconds.
+     * Times this exchange on float32 tensors of {@code elements} elements (an image: as many pixels
+     * of four bytes, as square as powers of two make it), about {@code seconds} per side, after
+     * warming the Java side up for at most {@code warmUp} seconds.
      */
     Timing time(Python py, PyObject helpers, long elements, double seconds, double warmUp) {
+        int height = 1;
+        while ((long) height * height * 4 <= elements && elements % (2L * height) == 0) {
+            height *= 2;
+        }
+        int width = (int) (elements / height);
+        BufferedImage image = this == IMAGE_TO_TENSOR ? new BufferedImage(width, height, BufferedImage.TYPE_4BYTE_ABGR) : null;
         try (Tensor java = Tensor.zeros(DataType.FLOAT32, elements);
              PyObject javaInPython = PythonDlpack.toPython(java);
              PyObject numpy = py.importModule("numpy");
@@ -76,7 +87,10 @@ enum Exchange {
              PyObject torchFromDlpack = torch != null ? torch.attr("from_dlpack") : null;
              PyObject copy = py.eval("lambda a: a.copy()");
              PyObject ortFromNumpy = this == ORT_TAKES_JAVA
-                     ? py.eval("__import__('onnxruntime').OrtValue.ortvalue_from_numpy") : null) {
+                     ? py.eval("__import__('onnxruntime').OrtValue.ortvalue_from_numpy") : null;
+             PyObject pilImage = image != null
+                     ? py.eval("__import__('PIL.Image').Image.new('RGBA', (" + width + ", " + height + "))") : null;
+             PyObject asarray = numpy.attr("asarray")) {
             DoubleUnaryOperator javaSide = switch (this) {
                 case JAVA_IMPORTS_NUMPY -> s -> timeJava(() -> PythonDlpack.fromDlpack(ndarray).close(), s);
                 case JAVA_IMPORTS_NUMPY_IN_SCOPE -> s -> py.withGil(() -> timeJava(() -> PythonDlpack.fromDlpack(ndarray).close(), s));
@@ -85,6 +99,7 @@ enum Exchange {
                 case NUMPY_IMPORTS_JAVA -> s -> timePython(helpers, numpyFromDlpack, javaInPython, s);
                 case TORCH_IMPORTS_JAVA -> s -> timePython(helpers, torchFromDlpack, javaInPython, s);
                 case ORT_TAKES_JAVA -> s -> timeJava(() -> OrtProbe.giveAndClose(java), s);
+                case IMAGE_TO_TENSOR -> s -> timeJava(() -> ImageTensors.of(image).close(), s);
                 case COPY -> s -> timeJava(() -> java.copy().close(), s);
             };
             DoubleUnaryOperator pythonSide = switch (this) {
@@ -93,6 +108,7 @@ enum Exchange {
                 case JAVA_IMPORTS_TORCH, JAVA_IMPORTS_TORCH_IN_SCOPE -> s -> timePython(helpers, numpyFromDlpack, tensor, s);
                 case TORCH_IMPORTS_JAVA -> s -> timePython(helpers, torchFromDlpack, ndarray, s);
                 case ORT_TAKES_JAVA -> s -> timePython(helpers, ortFromNumpy, ndarray, s);
+                case IMAGE_TO_TENSOR -> s -> timePython(helpers, asarray, pilImage, s);
                 case COPY -> s -> timePython(helpers, copy, ndarray, s);
             };
             warm(javaSide, warmUp);

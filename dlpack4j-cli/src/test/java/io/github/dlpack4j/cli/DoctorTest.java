@@ -167,4 +167,22 @@ class DoctorTest {
         assertThat(text).contains("ONNX Runtime Java 1.26.0 (dlpack4j-onnxruntime): inputs without a copy, outputs over "
                 + "ORT's memory", "dtypes both ways: bool, int8, int16, int32, int64, uint8, float16, bfloat16, float32, float64");
     }
+
+    @Test
+    void javaImagesAreReportedWithEveryLayoutOfImageIoBecomingATensorAndBack() {
+        DoctorReport.Images images = report.images();
+        assertThat(images.status()).isEqualTo("ok");
+        assertThat(images.readers()).contains("jpeg", "png");
+        assertThat(images.layouts()).extracting(DoctorReport.LayoutRow::layout)
+                .containsExactly("TYPE_3BYTE_BGR", "TYPE_4BYTE_ABGR", "TYPE_BYTE_GRAY", "TYPE_INT_RGB", "TYPE_INT_ARGB");
+        assertThat(images.layouts()).allSatisfy(row -> {
+            assertThat(row.toTensor().result()).as(row.toTensor().detail()).isEqualTo("yes");
+            assertThat(row.fromTensor().result()).as(row.fromTensor().detail()).isEqualTo("yes");
+        });
+        assertThat(images.files()).containsOnlyKeys("png", "jpeg")
+                .allSatisfy((format, o) -> assertThat(o.result()).as(o.detail()).isEqualTo("yes"));
+        assertThat(text).contains("Images (dlpack4j-image): ImageIO reads", "layouts to a tensor (one copy) and back "
+                + "(an image over the tensor): TYPE_3BYTE_BGR, TYPE_4BYTE_ABGR, TYPE_BYTE_GRAY, TYPE_INT_RGB, TYPE_INT_ARGB",
+                "files read into tensors: png yes, jpeg yes");
+    }
 }
