@@ -48,6 +48,21 @@ import java.util.Objects;
 public final class DjlTensors {
     private DjlTensors() {}
 
+    /**
+     * Checks that DJL's PyTorch engine can load, and run, in this process: call it before the first
+     * {@code NDManager} in a process that also embeds Python. DJL's libtorch (2.7.1) and pip's torch
+     * have the same library names ({@code libc10.so}, {@code libtorch_cpu.so}), so one process holds
+     * only one of them: after {@code import torch}, DJL's engine fails to load; after DJL's engine,
+     * {@code import torch} fails with an {@code ImportError} (numpy, jax and ONNX Runtime are not
+     * affected). Neither order crashes; this names the conflict before DJL's own error would.
+     *
+     * @throws IllegalStateException if a libtorch that is not DJL's is loaded in this process; the
+     *                               message names it and the fix
+     */
+    public static void checkLibtorch() {
+        Libtorch.check();
+    }
+
     /** {@return the DLPack types that cross to DJL and back, in the order DJL lists them} */
     public static List<DataType> dataTypes() {
         return DjlTypes.DLPACK;
