@@ -23,8 +23,9 @@ import java.util.Objects;
  * have let go: the caller may close the array, or its manager, first. An array from
  * {@link #toNDArray} holds a {@link Tensor#share()} of the tensor: the tensor may be closed first.
  * DJL tells nobody when an array is closed, so the share is closed when the array's manager closes
- * (with the array closed), or when the array was closed and the buffer it held was collected,
- * whichever comes first. Arrays that libtorch derives from it as views ({@code reshape},
+ * (which closes the array), or once the array was closed and the buffer it held was collected,
+ * whichever comes first; an array detached from its manager ({@code detach()}) keeps the memory
+ * until it is closed and collected. Arrays that libtorch derives from it as views ({@code reshape},
  * {@code get}, a transpose) do not hold it: close them before the array, or copy them
  * ({@code duplicate()}), as for any array DJL makes over a buffer.
  *

@@ -20,7 +20,7 @@ import java.util.concurrent.atomic.LongAdder;
  * array is closed; DJL has no hook for that close. So the buffer is the hold: it is made over an
  * automatic arena whose cleanup closes a {@link Tensor#share()} of the tensor, and the memory is
  * given back once the array is closed and the buffer collected, or when the array's manager
- * closes with the array closed, whichever comes first (a resource attached to the manager).
+ * closes (a resource attached to it, which closes the array first), whichever comes first.
  */
 final class TensorToNDArray {
     /** Shares held for arrays: what the tests check for leaks. */
@@ -64,7 +64,12 @@ final class TensorToNDArray {
             throw e;
         }
         NDArray array = a;
+        // Run by the manager's close, in any order with the array's own: the array is closed then,
+        // unless it was detached from the manager, and then its buffer holds the share on its own.
         manager.attachInternal(array.getUid() + "-dlpack4j", (AutoCloseable) () -> {
+            if (array.getManager() == manager) {
+                array.close();
+            }
             if (array.isReleased()) {
                 lent.close();
             }
