@@ -52,21 +52,23 @@ final class TensorToNDArray {
         if (bytes == 0) {
             return manager.create(shape, dtype); // no memory to share
         }
-        Lent lent = new Lent(t.share());
-        NDArray a;
+        Lent lent = new Lent(t.share(), manager);
+        NDArray array;
         try {
             MemorySegment memory = MemorySegment.ofAddress(lent.share.dataPointer())
                     .reinterpret(bytes, Arena.ofAuto(), unused -> lent.close());
             ByteBuffer buffer = memory.asByteBuffer().order(ByteOrder.nativeOrder());
-            a = manager.create(buffer, shape, dtype);
+            array = manager.create(buffer, shape, dtype);
         } catch (RuntimeException | Error e) {
             lent.close();
             throw e;
         }
-        NDArray array = a;
         // Run by the manager's close, in any order with the array's own: the array is closed then,
         // unless it was detached from the manager, and then its buffer holds the share on its own.
-        manager.attachInternal(array.getUid() + "-dlpack4j", (AutoCloseable) () -> {
+        // The share's release takes the resource out of the manager again, so that a long-lived
+        // manager does not keep one for every array made and closed.
+        lent.hook = array.getUid() + "-dlpack4j";
+        manager.attachInternal(lent.hook, (AutoCloseable) () -> {
             if (array.getManager() == manager) {
                 array.close();
             }
@@ -80,10 +82,14 @@ final class TensorToNDArray {
     /** The share an array holds, closed exactly once by whichever of its two holds lets go first. */
     private static final class Lent implements AutoCloseable {
         private final Tensor share;
+        private final NDManager manager;
         private final AtomicBoolean open = new AtomicBoolean(true);
+        /** The id of the resource attached to the manager, once it is. */
+        volatile String hook;
 
-        Lent(Tensor share) {
+        Lent(Tensor share, NDManager manager) {
             this.share = share;
+            this.manager = manager;
             LENT.increment();
         }
 
@@ -92,6 +98,10 @@ final class TensorToNDArray {
             if (open.compareAndSet(true, false)) {
                 LENT.decrement();
                 share.close();
+                String id = hook;
+                if (id != null) {
+                    manager.detachInternal(id); // does nothing while the manager closes
+                }
             }
         }
     }
