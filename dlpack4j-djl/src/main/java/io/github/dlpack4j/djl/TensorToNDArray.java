@@ -6,8 +6,8 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.pytorch.engine.PtNDManager;
 import io.github.dlpack4j.DeviceType;
 import io.github.dlpack4j.Tensor;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
@@ -18,13 +18,16 @@ import java.util.concurrent.atomic.LongAdder;
  * Tensor to NDArray. The PyTorch engine makes an array over a direct {@code ByteBuffer} with
  * libtorch's {@code from_blob} (no copy, no deleter) and keeps the buffer in the array until the
  * array is closed; DJL has no hook for that close. So the buffer is the hold: it is made over an
- * automatic arena whose cleanup closes a {@link Tensor#share()} of the tensor, and the memory is
+ * buffer registered with a {@link Cleaner} that closes a {@link Tensor#share()} of the tensor once
+ * the buffer is unreachable, and the memory is
  * given back once the array is closed and the buffer collected, or when the array's manager
  * closes (a resource attached to it, which closes the array first), whichever comes first.
  */
 final class TensorToNDArray {
     /** Shares held for arrays: what the tests check for leaks. */
     static final LongAdder LENT = new LongAdder();
+    /** Closes a share once the buffer an array held is unreachable. */
+    private static final Cleaner BUFFERS = Cleaner.create();
 
     private TensorToNDArray() {}
 
@@ -55,9 +58,9 @@ final class TensorToNDArray {
         Lent lent = new Lent(t.share(), manager);
         NDArray array;
         try {
-            MemorySegment memory = MemorySegment.ofAddress(lent.share.dataPointer())
-                    .reinterpret(bytes, Arena.ofAuto(), unused -> lent.close());
-            ByteBuffer buffer = memory.asByteBuffer().order(ByteOrder.nativeOrder());
+            ByteBuffer buffer = MemorySegment.ofAddress(lent.share.dataPointer()).reinterpret(bytes).asByteBuffer()
+                    .order(ByteOrder.nativeOrder());
+            BUFFERS.register(buffer, lent::close); // the array holds this very buffer until it is closed
             array = manager.create(buffer, shape, dtype);
         } catch (RuntimeException | Error e) {
             lent.close();
