@@ -79,7 +79,12 @@ final class Doctor {
             problems.add(new Problem("onnxruntime", "ONNX Runtime Java is on the class path but failed: " + ort.error(),
                     "use com.microsoft.onnxruntime:onnxruntime 1.26 (its jar carries the native library), or leave it out"));
         }
-        return new DoctorReport(DoctorReport.SCHEMA_VERSION, problems.isEmpty(), jdk, info, libraries, ort,
+        DoctorReport.Djl djl = DjlRow.examine();
+        if (djl.status().equals("error")) {
+            problems.add(new Problem("djl", "DJL is on the class path but failed: " + djl.error(),
+                    "use dlpack4j-djl with its DJL 0.36 and libtorch 2.7.1 artifacts, or leave it out (docs/djl.md)"));
+        }
+        return new DoctorReport(DoctorReport.SCHEMA_VERSION, problems.isEmpty(), jdk, info, libraries, ort, djl,
                 List.copyOf(problems));
     }
 

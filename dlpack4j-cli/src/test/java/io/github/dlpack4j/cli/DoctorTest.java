@@ -167,4 +167,16 @@ class DoctorTest {
         assertThat(text).contains("ONNX Runtime Java 1.26.0 (dlpack4j-onnxruntime): inputs without a copy, outputs over "
                 + "ORT's memory", "dtypes both ways: bool, int8, int16, int32, int64, uint8, float16, bfloat16, float32, float64");
     }
+
+    @Test
+    void djlIsReportedFromAJvmOfItsOwnWithBothDirectionsOverTheSameMemory() {
+        DoctorReport.Djl djl = report.djl();
+        assertThat(djl.status()).as(String.valueOf(djl.error())).isEqualTo("ok");
+        assertThat(djl.djlVersion()).isEqualTo("0.36.0");
+        assertThat(djl.libtorchVersion()).isEqualTo("2.7.1");
+        assertThat(djl.ofZeroCopy()).isTrue();
+        assertThat(djl.toNDArrayZeroCopy()).isTrue();
+        assertThat(text).contains("DJL 0.36.0, libtorch 2.7.1 (dlpack4j-djl, in a JVM of its own): arrays as tensors "
+                + "over libtorch's memory, tensors as arrays over the tensor's memory");
+    }
 }
