@@ -22,8 +22,9 @@ import java.util.Objects;
  * array over the same storage, in no manager), closed when the tensor and every DLPack export of it
  * have let go: the caller may close the array, or its manager, first. An array from
  * {@link #toNDArray} holds a {@link Tensor#share()} of the tensor: the tensor may be closed first.
- * DJL tells nobody when an array is closed, so the share is closed when the array's manager closes
- * (which closes the array), or once the array was closed and the buffer it held was collected,
+ * DJL tells nobody when an array is closed, so the share of a closed array is given back at the
+ * next {@code toNDArray} on the same manager (each call looks at two earlier arrays), when the
+ * manager closes (which closes the array), or once the buffer the array held was collected,
  * whichever comes first; an array detached from its manager ({@code detach()}) keeps the memory
  * until it is closed and collected. Arrays that libtorch derives from it as views ({@code reshape},
  * {@code get}, a transpose) do not hold it: close them before the array, or copy them

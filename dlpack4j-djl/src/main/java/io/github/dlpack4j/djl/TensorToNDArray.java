@@ -6,28 +6,38 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.pytorch.engine.PtNDManager;
 import io.github.dlpack4j.DeviceType;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.internal.SafetyNet;
 import java.lang.foreign.MemorySegment;
 import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Tensor to NDArray. The PyTorch engine makes an array over a direct {@code ByteBuffer} with
  * libtorch's {@code from_blob} (no copy, no deleter) and keeps the buffer in the array until the
- * array is closed; DJL has no hook for that close. So the buffer is the hold: it is made over an
- * buffer registered with a {@link Cleaner} that closes a {@link Tensor#share()} of the tensor once
- * the buffer is unreachable, and the memory is
- * given back once the array is closed and the buffer collected, or when the array's manager
- * closes (a resource attached to it, which closes the array first), whichever comes first.
+ * array is closed; DJL has no hook for that close. So the array holds a {@link Tensor#share()} of
+ * the tensor in two ways, and the first to let go closes it:
+ * <ul>
+ *   <li>the buffer: core's safety net closes the share once the buffer is unreachable, that is once
+ *       the array was closed (or collected) and nothing else keeps the buffer;</li>
+ *   <li>the manager: one resource per manager, {@link Lends}, closes at the manager's close every
+ *       array still attached to it and gives their shares back (an array detached from the manager
+ *       keeps its share through its buffer alone).</li>
+ * </ul>
+ * And each call looks at two of the manager's earlier lends and gives back those whose arrays are
+ * closed, so that a loop of arrays made and closed releases each at the next call, without the
+ * garbage collector. Nothing here takes the manager's lock after the first array a manager gets.
  */
 final class TensorToNDArray {
     /** Shares held for arrays: what the tests check for leaks. */
     static final LongAdder LENT = new LongAdder();
-    /** Closes a share once the buffer an array held is unreachable. */
-    private static final Cleaner BUFFERS = Cleaner.create();
+    /** The lends of each open manager that has had one (managers compare by identity). */
+    private static final ConcurrentHashMap<NDManager, Lends> BY_MANAGER = new ConcurrentHashMap<>();
 
     private TensorToNDArray() {}
 
@@ -55,45 +65,91 @@ final class TensorToNDArray {
         if (bytes == 0) {
             return manager.create(shape, dtype); // no memory to share
         }
-        Lent lent = new Lent(t.share(), manager);
-        NDArray array;
+        Lends lends = BY_MANAGER.computeIfAbsent(manager, Lends::attach);
+        lends.sweep();
+        Lent lent = new Lent(t.share());
         try {
             ByteBuffer buffer = MemorySegment.ofAddress(lent.share.dataPointer()).reinterpret(bytes).asByteBuffer()
                     .order(ByteOrder.nativeOrder());
-            BUFFERS.register(buffer, lent::close); // the array holds this very buffer until it is closed
-            array = manager.create(buffer, shape, dtype);
+            lent.net = SafetyNet.register(buffer, lent::close); // the array holds this very buffer until it is closed
+            lent.array = manager.create(buffer, shape, dtype);
         } catch (RuntimeException | Error e) {
             lent.close();
             throw e;
         }
-        // Run by the manager's close, in any order with the array's own: the array is closed then,
-        // unless it was detached from the manager, and then its buffer holds the share on its own.
-        // The share's release takes the resource out of the manager again, so that a long-lived
-        // manager does not keep one for every array made and closed.
-        lent.hook = array.getUid() + "-dlpack4j";
-        manager.attachInternal(lent.hook, (AutoCloseable) () -> {
-            if (array.getManager() == manager) {
-                array.close();
+        lends.add(lent);
+        return lent.array;
+    }
+
+    /** The lends of one manager, attached to it once: its close closes their arrays and shares. */
+    private static final class Lends implements AutoCloseable {
+        private final NDManager manager;
+        /** Every lend not yet found closed; in the order {@link #sweep} looks at them. */
+        private final ConcurrentLinkedQueue<Lent> lents = new ConcurrentLinkedQueue<>();
+
+        private Lends(NDManager manager) {
+            this.manager = manager;
+        }
+
+        static Lends attach(NDManager manager) {
+            Lends lends = new Lends(manager);
+            manager.attachInternal("dlpack4j-lends", lends);
+            return lends;
+        }
+
+        void add(Lent lent) {
+            lents.add(lent);
+        }
+
+        /**
+         * Gives back the shares of arrays closed since the last look, two lends a call: an array made
+         * and closed in a loop is found at the next call, before the garbage collector would have
+         * to find its buffer (a phantom reference to process, which cost more than the call itself).
+         */
+        void sweep() {
+            for (int i = 0; i < 2; i++) {
+                Lent lent = lents.poll();
+                if (lent == null) {
+                    return;
+                }
+                if (lent.array.isReleased()) {
+                    lent.close();
+                } else if (!lent.isClosed()) {
+                    lents.add(lent);
+                }
             }
-            if (array.isReleased()) {
-                lent.close();
+        }
+
+        /** Run by the manager's close, in any order with its arrays' own closes. */
+        @Override
+        public void close() {
+            BY_MANAGER.remove(manager, this);
+            for (Lent lent : lents) {
+                NDArray a = lent.array;
+                if (a.getManager() == manager) {
+                    a.close(); // the manager closes it anyway; first, so that the share can go
+                }
+                if (a.isReleased()) {
+                    lent.close();
+                }
             }
-        });
-        return array;
+        }
     }
 
     /** The share an array holds, closed exactly once by whichever of its two holds lets go first. */
     private static final class Lent implements AutoCloseable {
         private final Tensor share;
-        private final NDManager manager;
         private final AtomicBoolean open = new AtomicBoolean(true);
-        /** The id of the resource attached to the manager, once it is. */
-        volatile String hook;
+        NDArray array;
+        Cleaner.Cleanable net;
 
-        Lent(Tensor share, NDManager manager) {
+        Lent(Tensor share) {
             this.share = share;
-            this.manager = manager;
             LENT.increment();
+        }
+
+        boolean isClosed() {
+            return !open.get();
         }
 
         @Override
@@ -101,9 +157,8 @@ final class TensorToNDArray {
             if (open.compareAndSet(true, false)) {
                 LENT.decrement();
                 share.close();
-                String id = hook;
-                if (id != null) {
-                    manager.detachInternal(id); // does nothing while the manager closes
+                if (net != null) {
+                    net.clean(); // from the manager's close: the safety net has nothing left to do
                 }
             }
         }
