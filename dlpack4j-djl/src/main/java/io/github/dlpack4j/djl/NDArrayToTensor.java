@@ -18,6 +18,8 @@ import java.util.concurrent.atomic.LongAdder;
  * tensor over the same storage ({@code reshape} to the same shape, a view in libtorch, which counts
  * references to the storage), detached from every manager and closed when the tensor and every
  * DLPack export of it have let go. The caller may close its array, or its manager, at any time.
+ * An array that {@code toNDArray} made over a tensor's memory is not libtorch's to keep: the tensor
+ * holds a share of that tensor as well.
  */
 final class NDArrayToTensor {
     /** Aliases held by open tensors (or their exports): what the tests check for leaks. */
@@ -38,14 +40,20 @@ final class NDArrayToTensor {
             return copy(a, dtype, dims, bytes);
         }
         NDArray alias = a.reshape(shape);
+        Tensor lender = null;
         try {
             alias.detach(); // from the caller's manager: its close must not close our alias
+            lender = TensorToNDArray.shareOf(a); // an array over a tensor: libtorch does not own that memory
             ByteBuffer b = alias.toByteBuffer(true); // contiguous: a direct buffer over libtorch's memory
             MemorySegment memory = MemorySegment.ofAddress(MemorySegment.ofBuffer(b).address()).reinterpret(bytes);
             HELD.increment();
-            return Tensor.wrap(memory, 0, dtype, dims, RowMajor.strides(dims), () -> release(alias));
+            Tensor held = lender;
+            return Tensor.wrap(memory, 0, dtype, dims, RowMajor.strides(dims), () -> release(alias, held));
         } catch (RuntimeException | Error e) {
             alias.close();
+            if (lender != null) {
+                lender.close();
+            }
             throw e;
         }
     }
@@ -56,9 +64,12 @@ final class NDArrayToTensor {
         return a.size() > 0 && TorchArrays.isContiguous(p);
     }
 
-    private static void release(NDArray alias) {
+    private static void release(NDArray alias, Tensor lender) {
         HELD.decrement();
         alias.close();
+        if (lender != null) {
+            lender.close();
+        }
     }
 
     /**

@@ -38,6 +38,8 @@ final class TensorToNDArray {
     static final LongAdder LENT = new LongAdder();
     /** The lends of each open manager that has had one (managers compare by identity). */
     private static final ConcurrentHashMap<NDManager, Lends> BY_MANAGER = new ConcurrentHashMap<>();
+    /** The open lends by their array's uid (DJL's arrays compare by content, and hash to 0). */
+    private static final ConcurrentHashMap<String, Lent> BY_ARRAY = new ConcurrentHashMap<>();
 
     private TensorToNDArray() {}
 
@@ -77,8 +79,30 @@ final class TensorToNDArray {
             lent.close();
             throw e;
         }
+        lent.uid = lent.array.getUid();
+        BY_ARRAY.put(lent.uid, lent);
         lends.add(lent);
+        if (lent.isClosed()) {
+            BY_ARRAY.remove(lent.uid); // released meanwhile
+        }
         return lent.array;
+    }
+
+    /**
+     * {@return a share of the tensor that {@code array} was made over, or null if it was not made by
+     * {@link #toNDArray}} What {@link NDArrayToTensor#of} holds beside its libtorch alias: the alias
+     * keeps libtorch's storage, which does not own this memory.
+     */
+    static Tensor shareOf(NDArray array) {
+        Lent lent = BY_ARRAY.get(array.getUid());
+        if (lent == null) {
+            return null;
+        }
+        try {
+            return lent.share.share();
+        } catch (IllegalStateException closedMeanwhile) {
+            throw new IllegalStateException("the array is closed", closedMeanwhile);
+        }
     }
 
     /** The lends of one manager, attached to it once: its close closes their arrays and shares. */
@@ -142,6 +166,7 @@ final class TensorToNDArray {
         private final AtomicBoolean open = new AtomicBoolean(true);
         NDArray array;
         Cleaner.Cleanable net;
+        String uid;
 
         Lent(Tensor share) {
             this.share = share;
@@ -156,6 +181,9 @@ final class TensorToNDArray {
         public void close() {
             if (open.compareAndSet(true, false)) {
                 LENT.decrement();
+                if (uid != null) {
+                    BY_ARRAY.remove(uid);
+                }
                 share.close();
                 if (net != null) {
                     net.clean(); // from the manager's close: the safety net has nothing left to do

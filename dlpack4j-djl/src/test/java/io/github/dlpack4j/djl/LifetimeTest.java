@@ -109,6 +109,21 @@ class LifetimeTest {
     }
 
     @Test
+    void a_tensor_of_an_array_over_a_tensor_keeps_the_first_tensors_memory_after_both_closed() {
+        Tensor u;
+        try (NDManager m = NDManager.newBaseManager("PyTorch")) {
+            try (Tensor t = Tensor.of(new long[] {4, 5, 6}, 3)) {
+                NDArray a = DjlTensors.toNDArray(t, m);
+                u = DjlTensors.of(a);
+                a.close();
+            }
+        }
+        System.gc();
+        assertThat(u.toLongArray()).containsExactly(4, 5, 6);
+        u.close();
+    }
+
+    @Test
     void a_tensor_of_an_array_over_a_tensor_shares_the_first_tensors_memory() {
         try (NDManager m = NDManager.newBaseManager("PyTorch"); Tensor t = Tensor.of(new float[] {1, 2}, 2);
              NDArray a = DjlTensors.toNDArray(t, m); Tensor u = DjlTensors.of(a)) {
