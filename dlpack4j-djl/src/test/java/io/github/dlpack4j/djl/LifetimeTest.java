@@ -97,6 +97,16 @@ class LifetimeTest {
     }
 
     @Test
+    void arrays_made_and_closed_in_a_loop_give_their_shares_back_at_the_next_call_without_the_collector() {
+        try (NDManager m = NDManager.newBaseManager("PyTorch"); Tensor t = Tensor.of(new float[] {1, 2}, 2)) {
+            for (int i = 0; i < 10_000; i++) {
+                DjlTensors.toNDArray(t, m).close();
+                assertThat(TensorToNDArray.LENT.sum()).as("shares held after call " + i).isLessThanOrEqualTo(leaks.lent() + 1);
+            }
+        }
+    }
+
+    @Test
     void an_array_detached_from_its_manager_keeps_the_memory_after_the_manager_closed() {
         NDArray a;
         try (NDManager m = NDManager.newBaseManager("PyTorch"); Tensor t = Tensor.of(new double[] {1.5, 2.5}, 2)) {
