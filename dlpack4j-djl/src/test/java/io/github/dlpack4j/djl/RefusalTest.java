@@ -71,6 +71,14 @@ class RefusalTest {
     }
 
     @Test
+    void a_sparse_array_is_refused_with_toDense_as_the_fix() {
+        try (NDArray dense = manager.create(new float[] {0, 1, 0, 2}, new Shape(2, 2));
+             NDArray sparse = dense.toSparse(ai.djl.ndarray.types.SparseFormat.COO)) {
+            assertThatThrownBy(() -> DjlTensors.of(sparse)).hasMessageContaining("sparse").hasMessageContaining("toDense()");
+        }
+    }
+
+    @Test
     void a_closed_array_or_tensor_is_an_IllegalStateException() {
         NDArray a = manager.arange(3f);
         a.close();
