@@ -59,6 +59,8 @@ MODULE_IMPORTS = {
     ),
     "dlpack4j-onnxruntime": ("io.github.dlpack4j.onnxruntime", "ai.onnxruntime"),
     "dlpack4j-image": ("io.github.dlpack4j.image", "java.awt.image", "javax.imageio", "java.nio.file"),
+    # DJL's ai.djl.ndarray.types.DataType clashes with ours: samples import DJL's types by name.
+    "dlpack4j-djl": ("io.github.dlpack4j.djl",),
     # Spark's packages clash with ours (org.apache.spark.sql.types.DataType): samples import them by name.
     "dlpack4j-spark": ("io.github.dlpack4j.spark",),
 }

@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -90,6 +91,7 @@ final class BenchCommand implements Callable<Integer> {
             printJson(timings, out);
         } else {
             printTable(timings, out, py);
+            printDjl(todo, out);
         }
         if (chart != null) {
             BenchChart.write(timings, chart);
@@ -117,6 +119,32 @@ final class BenchCommand implements Callable<Integer> {
         }
         out.println();
         out.println(Exchange.ADVICE);
+    }
+
+    /**
+     * DJL's rows, when dlpack4j-djl is on the class path: timed in a JVM of its own (DJL's libtorch
+     * cannot load beside the torch this JVM imported), Java alone, as there is no Python side.
+     */
+    private void printDjl(List<Long> todo, PrintWriter out) {
+        if (!DjlRow.present()) {
+            spec.commandLine().getErr().println("(no DJL rows: dlpack4j-djl and DJL are not on the class path)");
+            return;
+        }
+        List<String> args = new ArrayList<>(List.of("--time"));
+        todo.forEach(b -> args.add(Long.toString(b)));
+        Map<String, String> r = DjlRow.probe(args);
+        out.println();
+        if (!r.get("status").equals("ok")) {
+            out.println("DJL: FAILED: " + r.get("error"));
+            return;
+        }
+        out.println("DJL " + r.get("djl") + " (libtorch " + r.get("libtorch") + "), in a JVM of its own: ns per call + close");
+        out.printf("%-34s %9s %10s%n", "exchange", "size", "Java ns");
+        for (String line : r.getOrDefault("time", "").lines().toList()) {
+            String[] f = line.split(",");
+            out.printf("%-34s %9s %10s%n", "DjlTensors.of (NDArray as tensor)", bytes(Long.parseLong(f[0])), f[1]);
+            out.printf("%-34s %9s %10s%n", "DjlTensors.toNDArray", bytes(Long.parseLong(f[0])), f[2]);
+        }
     }
 
     /** {@code 4 B}, {@code 16 KiB}, {@code 256 MiB}: the size in the largest unit that divides it. */

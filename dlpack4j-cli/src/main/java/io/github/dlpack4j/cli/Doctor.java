@@ -86,7 +86,12 @@ final class Doctor {
             problems.add(new Problem("images", "Java images did not all become tensors and back (the rows are in --json)",
                     "run a JDK with the java.desktop module and its ImageIO plugins (a full JDK, or a jlink image with java.desktop)"));
         }
-        return new DoctorReport(DoctorReport.SCHEMA_VERSION, problems.isEmpty(), jdk, info, libraries, ort, images,
+        DoctorReport.Djl djl = DjlRow.examine();
+        if (djl.status().equals("error")) {
+            problems.add(new Problem("djl", "DJL is on the class path but failed: " + djl.error(),
+                    "use dlpack4j-djl with its DJL 0.36 and libtorch 2.7.1 artifacts, or leave it out (docs/djl.md)"));
+        }
+        return new DoctorReport(DoctorReport.SCHEMA_VERSION, problems.isEmpty(), jdk, info, libraries, ort, images, djl,
                 List.copyOf(problems));
     }
 

@@ -112,6 +112,7 @@ final class DoctorCommand implements Callable<Integer> {
         }
         printOnnxRuntime(r.onnxRuntime(), out);
         printImages(r.images(), out);
+        printDjl(r.djl(), out);
         out.println();
         if (r.problems().isEmpty()) {
             out.println("Every check passed.");
@@ -120,6 +121,17 @@ final class DoctorCommand implements Callable<Integer> {
             for (Problem pb : r.problems()) {
                 out.printf("  %s: %s%n    fix: %s%n", pb.check(), pb.message(), pb.fix());
             }
+        }
+    }
+
+    private static void printDjl(DoctorReport.Djl djl, PrintWriter out) {
+        switch (djl.status()) {
+            case "absent" -> out.println("DJL: not on the class path (optional: add dlpack4j-djl)");
+            case "error" -> out.println("DJL: FAILED: " + djl.error());
+            default -> out.printf("DJL %s, libtorch %s (dlpack4j-djl, in a JVM of its own): arrays as tensors %s, "
+                            + "tensors as arrays %s%n", djl.djlVersion(), djl.libtorchVersion(),
+                    Boolean.TRUE.equals(djl.ofZeroCopy()) ? "over libtorch's memory" : "COPIED",
+                    Boolean.TRUE.equals(djl.toNDArrayZeroCopy()) ? "over the tensor's memory" : "COPIED");
         }
     }
 

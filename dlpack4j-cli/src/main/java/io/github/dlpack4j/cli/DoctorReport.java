@@ -14,10 +14,11 @@ import java.util.Map;
  * @param libraries     each DLPack library looked for, installed or not
  * @param onnxRuntime   ONNX Runtime Java, when dlpack4j-onnxruntime and ORT are on the class path
  * @param images        Java images as tensors (dlpack4j-image), each layout tried
+ * @param djl           DJL (dlpack4j-djl), tried in a JVM of its own when it is on the class path
  * @param problems      each failed check with its fix; empty when {@code ok}
  */
 record DoctorReport(int schemaVersion, boolean ok, Jdk jdk, PythonInfo python, List<Library> libraries,
-                    OnnxRuntime onnxRuntime, Images images, List<Problem> problems) {
+                    OnnxRuntime onnxRuntime, Images images, Djl djl, List<Problem> problems) {
     static final int SCHEMA_VERSION = 1;
 
     /**
@@ -62,6 +63,23 @@ record DoctorReport(int schemaVersion, boolean ok, Jdk jdk, PythonInfo python, L
     record OnnxRuntime(String status, String version, Boolean outputsZeroCopy, String error, List<DtypeRow> dtypes) {
         static OnnxRuntime absent() {
             return new OnnxRuntime("absent", null, null, null, List.of());
+        }
+    }
+
+    /**
+     * Deep Java Library (dlpack4j-djl), tried in a JVM of its own when it is on the class path.
+     *
+     * @param status            {@code ok}, {@code absent} or {@code error}
+     * @param djlVersion        DJL's version (null unless ok)
+     * @param libtorchVersion   the libtorch of DJL's PyTorch engine (null unless ok)
+     * @param ofZeroCopy        whether {@code DjlTensors.of} gave a tensor at the array's address (null unless ok)
+     * @param toNDArrayZeroCopy whether {@code DjlTensors.toNDArray} gave an array at the tensor's address (null unless ok)
+     * @param error             why DJL could not be used (null unless error)
+     */
+    record Djl(String status, String djlVersion, String libtorchVersion, Boolean ofZeroCopy, Boolean toNDArrayZeroCopy,
+               String error) {
+        static Djl absent() {
+            return new Djl("absent", null, null, null, null, null);
         }
     }
 

@@ -65,4 +65,15 @@ class BenchTest {
     private static String xml(String s) {
         return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;");
     }
+
+    @Test
+    void djlsRowsAreTimedInAJvmOfItsOwn() {
+        assertThat(DjlRow.present()).isTrue();
+        java.util.Map<String, String> r = DjlRow.probe(List.of("--time", "4"));
+        assertThat(r.get("status")).as(String.valueOf(r.get("error"))).isEqualTo("ok");
+        String[] f = r.get("time").split(",");
+        assertThat(f[0]).isEqualTo("4");
+        assertThat(Long.parseLong(f[1])).as("of + close, ns").isPositive();
+        assertThat(Long.parseLong(f[2])).as("toNDArray + close, ns").isPositive();
+    }
 }

@@ -185,4 +185,16 @@ class DoctorTest {
                 + "(an image over the tensor): TYPE_3BYTE_BGR, TYPE_4BYTE_ABGR, TYPE_BYTE_GRAY, TYPE_INT_RGB, TYPE_INT_ARGB",
                 "files read into tensors: png yes, jpeg yes");
     }
+
+    @Test
+    void djlIsReportedFromAJvmOfItsOwnWithBothDirectionsOverTheSameMemory() {
+        DoctorReport.Djl djl = report.djl();
+        assertThat(djl.status()).as(String.valueOf(djl.error())).isEqualTo("ok");
+        assertThat(djl.djlVersion()).isEqualTo("0.36.0");
+        assertThat(djl.libtorchVersion()).isEqualTo("2.7.1");
+        assertThat(djl.ofZeroCopy()).isTrue();
+        assertThat(djl.toNDArrayZeroCopy()).isTrue();
+        assertThat(text).contains("DJL 0.36.0, libtorch 2.7.1 (dlpack4j-djl, in a JVM of its own): arrays as tensors "
+                + "over libtorch's memory, tensors as arrays over the tensor's memory");
+    }
 }

@@ -1,0 +1,120 @@
+package io.github.dlpack4j.djl;
+
+import ai.djl.Device;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.pytorch.engine.PtNDArray;
+import io.github.dlpack4j.DataType;
+import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.internal.RowMajor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * NDArray to tensor. A DJL array is closed explicitly (by its owner or its manager), not counted,
+ * so the tensor cannot hold the caller's array: it holds an alias of its own, a second libtorch
+ * tensor over the same storage ({@code reshape} to the same shape, a view in libtorch, which counts
+ * references to the storage), detached from every manager and closed when the tensor and every
+ * DLPack export of it have let go. The caller may close its array, or its manager, at any time.
+ * An array that {@code toNDArray} made over a tensor's memory is not libtorch's to keep: the tensor
+ * holds a share of that tensor as well.
+ */
+final class NDArrayToTensor {
+    /** Aliases held by open tensors (or their exports): what the tests check for leaks. */
+    static final LongAdder HELD = new LongAdder();
+
+    private NDArrayToTensor() {}
+
+    static Tensor of(NDArray a) {
+        PtNDArray p = check(a);
+        DataType dtype = DjlTypes.toDlpack(a.getDataType());
+        Shape shape = a.getShape();
+        long[] dims = shape.getShape();
+        long bytes = checkedBytes(shape.size(), dtype, "the array");
+        if (bytes == 0) {
+            return Tensor.zeros(dtype, dims); // no memory to share
+        }
+        if (!TorchArrays.isContiguous(p)) {
+            return copy(a, dtype, dims, bytes);
+        }
+        NDArray alias = a.reshape(shape);
+        Tensor lender = null;
+        try {
+            alias.detach(); // from the caller's manager: its close must not close our alias
+            lender = TensorToNDArray.shareOf(a); // an array over a tensor: libtorch does not own that memory
+            ByteBuffer b = alias.toByteBuffer(true); // contiguous: a direct buffer over libtorch's memory
+            MemorySegment memory = MemorySegment.ofAddress(MemorySegment.ofBuffer(b).address()).reinterpret(bytes);
+            HELD.increment();
+            Tensor held = lender;
+            return Tensor.wrap(memory, 0, dtype, dims, RowMajor.strides(dims), () -> release(alias, held));
+        } catch (RuntimeException | Error e) {
+            alias.close();
+            if (lender != null) {
+                lender.close();
+            }
+            throw e;
+        }
+    }
+
+    /** {@return whether {@link #of} views {@code a}'s memory, as opposed to copying it} */
+    static boolean isView(NDArray a) {
+        PtNDArray p = check(a);
+        return a.size() > 0 && TorchArrays.isContiguous(p);
+    }
+
+    private static void release(NDArray alias, Tensor lender) {
+        HELD.decrement();
+        alias.close();
+        if (lender != null) {
+            lender.close();
+        }
+    }
+
+    /**
+     * The one copy, for an array libtorch lays out in another order than row-major (a transpose, a
+     * strided slice): its values in row-major order, through DJL, into a tensor of our own.
+     */
+    private static Tensor copy(NDArray a, DataType dtype, long[] dims, long bytes) {
+        byte[] values = a.toByteArray();
+        if (values.length != bytes) {
+            throw new IllegalStateException("DJL gave " + values.length + " bytes for " + a.getShape() + " "
+                    + a.getDataType() + ", not " + bytes);
+        }
+        Tensor t = Tensor.zeros(dtype, dims);
+        MemorySegment.copy(values, 0, t.data(), ValueLayout.JAVA_BYTE, 0, values.length);
+        return t;
+    }
+
+    private static PtNDArray check(NDArray a) {
+        if (!(a instanceof PtNDArray p)) {
+            throw new IllegalArgumentException("the array is of DJL's " + a.getManager().getEngine().getEngineName()
+                    + " engine; dlpack4j-djl reads the PyTorch engine's arrays (ai.djl.pytorch:pytorch-engine): "
+                    + "make it with a PyTorch NDManager, or copy it into one");
+        }
+        if (!a.getDevice().equals(Device.cpu())) {
+            throw new IllegalArgumentException("the array is on " + a.getDevice() + "; dlpack4j-djl shares CPU memory "
+                    + "only: pass a.toDevice(Device.cpu(), false)");
+        }
+        if (a.isSparse()) {
+            throw new IllegalArgumentException("the array is sparse (" + a.getSparseFormat() + "); a tensor is dense: "
+                    + "pass a.toDense()");
+        }
+        return p;
+    }
+
+    /**
+     * The byte size of {@code numel} elements of {@code dtype}, refused above what one
+     * {@code ByteBuffer} reaches (DJL's only way to the memory, both ways).
+     */
+    static long checkedBytes(long numel, DataType dtype, String what) {
+        long bytes = Math.multiplyExact(numel, dtype.byteSize());
+        if (bytes > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException(what + " holds " + bytes + " bytes; DJL reaches memory through one "
+                    + "ByteBuffer, at most " + Integer.MAX_VALUE + " bytes (2 GiB): split it along its first "
+                    + "dimension (NDArray.get, Tensor.slice) and pass the parts");
+        }
+        return bytes;
+    }
+}
