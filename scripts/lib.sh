@@ -65,21 +65,26 @@ mvnw() {
     ./mvnw -B -ntp ${MAVEN_LOCAL_REPO:+-Dmaven.repo.local="$MAVEN_LOCAL_REPO"} "$@")
 }
 
-# PYTHON -m pip ARGS..., with pip's stderr shown as it comes but for one kind of line. A machine's
+# PYTHON -m pip ARGS..., with pip's stderr shown as it comes but for two kinds of line. A machine's
 # pip configuration may name extra index folders (file: URLs); for each package one of them lacks,
 # pip warns "Location 'file:///.../simple/NAME/' is ignored: it is neither a file nor a directory",
-# some 25 lines a venv. Those are counted, and one line says so; everything else, pip's real errors
-# included, is shown in full, and pip's exit status is returned.
+# some 25 lines a venv. And where one configured index's host cannot be resolved (a machine that
+# reaches only its local indexes), pip warns "Retrying (...) after connection broken by
+# '...Name or service not known'" once per package. Each kind is counted, and one line says so;
+# everything else, pip's real errors included, is shown in full, and pip's exit status is returned.
 run_pip() { # run_pip PYTHON PIP_ARGUMENT...
   local py="$1"
-  local note="pip: %d lines 'Location ... is ignored' from this machine's pip configuration (an extra index folder without that package) were hidden\n"
+  local located="pip: %d lines 'Location ... is ignored' from this machine's pip configuration (an extra index folder without that package) were hidden\n"
+  local unresolved="pip: %d lines 'Retrying ... Name or service not known' (an index host this machine cannot resolve; pip went on with the other configured indexes) were hidden\n"
   shift
   # pip's stderr goes through the filter, its stdout (fd 3) as it is; its status is returned, with
-  # or without pipefail.
+  # or without pipefail. Only these two kinds of noise are hidden, each counted in one line.
   { "$py" -m pip "$@" 2>&1 >&3 3>&- |
-      awk -v note="$note" '/^WARNING: Location .* is ignored: it is neither a file nor a directory/ { n++; next }
-                           { print; fflush() }
-                           END { if (n) printf note, n }' >&2 3>&-
+      awk -v located="$located" -v unresolved="$unresolved" \
+        '/^WARNING: Location .* is ignored: it is neither a file nor a directory/ { n++; next }
+         /^WARNING: Retrying .*Failed to establish a new connection: .*Name or service not known/ { r++; next }
+         { print; fflush() }
+         END { if (n) printf located, n; if (r) printf unresolved, r }' >&2 3>&-
     return "${PIPESTATUS[0]}"
   } 3>&1
 }
