@@ -35,8 +35,9 @@ import java.util.Objects;
  *
  * <p>A {@code BufferedImage} made by the JDK or ImageIO keeps its pixels in a Java array, which has no
  * address that DLPack could hand out, so {@link #of} copies it once, straight into the tensor's
- * layout; {@link #isZeroCopy} says which case an image is. {@link #read} has ImageIO decode into an
- * image of the tensor's layout and copies that once.
+ * layout; {@link #isZeroCopy} says which case an image is. {@link #read} has the JDK's PNG and JPEG
+ * readers decode into an image of the tensor's layout and copies that once; files of other formats are
+ * decoded as ImageIO decodes them and converted in {@link #of}'s one copy.
  *
  * <p><b>Lifetimes.</b> The tensors from {@link #of} and {@link #read} are owning: close them (their
  * DLPack exports keep the memory as long as they live). An image from {@link #toImage} shows the
@@ -147,8 +148,9 @@ public final class ImageTensors {
      * Decodes an image file (PNG, JPEG, or any format ImageIO reads) into a uint8
      * {@code [height, width, channels]} tensor with its colour channels in {@code order}: the same
      * pixels as {@code of(ImageIO.read(file), order)}, at the cost of ImageIO's decoding and one
-     * copy. ImageIO decodes 8-bit RGB, RGBA and gray straight into the tensor's layout; other images
-     * are converted as the table above says.
+     * copy. The JDK's PNG and JPEG readers decode 8-bit RGB, RGBA and gray straight into the tensor's
+     * layout; other images, and every file of another format (BMP, GIF, TIFF, WBMP, a plug-in's), are
+     * decoded as ImageIO decodes them and converted as the table above says.
      *
      * @param file  the image file
      * @param order the order of the colour channels in the tensor
