@@ -5,7 +5,6 @@ import io.github.dlpack4j.Tensor;
 import java.awt.color.ColorSpace;
 import java.awt.image.BufferedImage;
 import java.awt.image.ColorModel;
-import java.awt.image.ComponentColorModel;
 import java.awt.image.DataBuffer;
 import java.awt.image.DataBufferByte;
 import java.awt.image.Raster;
@@ -117,8 +116,7 @@ final class ImageFiles {
      * decoded straight into (1 for gray, 3 for RGB, 4 for RGBA), or 0 if it has no such layout}
      */
     private static int interleavedChannels(ColorModel cm) {
-        if (!(cm instanceof ComponentColorModel) || cm.isAlphaPremultiplied()
-                || cm.getTransferType() != DataBuffer.TYPE_BYTE) {
+        if (!ImageToTensor.hasRawBytes(cm)) {
             return 0;
         }
         int n = cm.getNumComponents();

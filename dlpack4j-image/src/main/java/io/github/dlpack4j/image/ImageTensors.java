@@ -26,8 +26,8 @@ import java.util.Objects;
  *   <tr><td>{@code TYPE_BYTE_GRAY}</td><td>{@code [h, w, 1]}</td><td>one copy</td></tr>
  *   <tr><td>8-bit gray with alpha (PNG)</td><td>{@code [h, w, 4]}, the gray in R, G and B</td>
  *       <td>one copy</td></tr>
- *   <tr><td>indexed (palette PNG, GIF), 1-bit, premultiplied alpha, 565/555 colours, CMYK or another
- *       colour space</td><td>{@code [h, w, 3]}, or 4 with alpha, converted to sRGB as
+ *   <tr><td>indexed (palette PNG, GIF), 1-, 2- and 4-bit samples, premultiplied alpha, 565/555
+ *       colours, CMYK or another colour space</td><td>{@code [h, w, 3]}, or 4 with alpha, converted to sRGB as
  *       {@link BufferedImage#getRGB} does</td><td>one copy</td></tr>
  *   <tr><td>16-bit samples ({@code TYPE_USHORT_GRAY}, 16-bit PNG)</td><td>refused: they do not fit
  *       uint8</td><td></td></tr>
