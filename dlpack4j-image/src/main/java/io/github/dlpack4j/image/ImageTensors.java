@@ -87,7 +87,9 @@ public final class ImageTensors {
 
     /**
      * Whether {@link #of(BufferedImage, ChannelOrder)} shares {@code image}'s memory (true: an image
-     * from {@link #toImage} in the same order) or copies its pixels once (false).
+     * from {@link #toImage} in the same order, or a subimage of one) or copies its pixels once (false;
+     * also for an image over such memory with another colour model than 8-bit sRGB or gray, whose
+     * pixels are converted).
      *
      * @param image an image
      * @param order the channel order the tensor would have

@@ -49,7 +49,9 @@ final class ImageToTensor {
 
     /**
      * The native buffer whose pixels {@code image} shows in the tensor layout {@code order} asks
-     * for, or null if the image has other memory or another layout (then it is copied).
+     * for, or null if the image has other memory or another layout (then it is copied). The image's
+     * samples must be the tensor's bytes as they are ({@link #hasRawBytes}): an image over a tensor's
+     * buffer with, say, a linear-RGB or a 4-bit colour model is converted, as its copy would be.
      */
     private static SegmentDataBuffer sharedPixels(BufferedImage image, ChannelOrder order) {
         Raster raster = image.getRaster();
@@ -64,7 +66,7 @@ final class ImageToTensor {
                 && layout.getPixelStride() == channels
                 && layout.getScanlineStride() == shape[1] * channels
                 && Arrays.equals(layout.getBandOffsets(), order.byteOffsets(channels))
-                && cm instanceof ComponentColorModel && !cm.isAlphaPremultiplied()
+                && hasRawBytes(cm)
                 && cm.getNumComponents() == channels && cm.hasAlpha() == (channels == 4);
         return sameLayout ? buffer : null;
     }

@@ -211,6 +211,26 @@ class ImageToTensorTest {
     }
 
     @Test
+    void anImageOverATensorInAnotherColourSpaceOrWithNarrowSamplesIsConvertedNotShared() {
+        byte[] samples = {10, (byte) 128, (byte) 250, 0, 64, (byte) 192};
+        try (Tensor t = Images.uint8(samples, 1, 2, 3); Tensor g = Images.uint8(new byte[] {15, 8}, 1, 2, 1)) {
+            ComponentColorModel linear = new ComponentColorModel(ColorSpace.getInstance(ColorSpace.CS_LINEAR_RGB),
+                    false, false, Transparency.OPAQUE, DataBuffer.TYPE_BYTE);
+            BufferedImage linearRgb = new BufferedImage(linear, ImageTensors.toImage(t).getRaster(), false, null);
+            ComponentColorModel gray4 = new ComponentColorModel(ColorSpace.getInstance(ColorSpace.CS_GRAY),
+                    new int[] {4}, false, false, Transparency.OPAQUE, DataBuffer.TYPE_BYTE);
+            BufferedImage narrow = new BufferedImage(gray4, ImageTensors.toImage(g).getRaster(), false, null);
+            assertThat(ImageTensors.isZeroCopy(linearRgb, ChannelOrder.RGB)).as("linear RGB").isFalse();
+            assertThat(ImageTensors.isZeroCopy(narrow, ChannelOrder.RGB)).as("4-bit gray").isFalse();
+            try (Tensor a = ImageTensors.of(linearRgb); Tensor b = ImageTensors.of(narrow)) {
+                assertThat(a.dataPointer()).isNotEqualTo(t.dataPointer());
+                assertThat(a.toByteArray()).as("linear RGB as sRGB").containsExactly(getRgbBytes(linearRgb, 3));
+                assertThat(b.toByteArray()).as("4-bit gray scaled").containsExactly(getRgbBytes(narrow, 1));
+            }
+        }
+    }
+
+    @Test
     void sixteenBitSamplesAreRefusedWithWhatToDoInstead() {
         BufferedImage wide = new BufferedImage(2, 2, BufferedImage.TYPE_USHORT_GRAY);
         assertThatThrownBy(() -> ImageTensors.of(wide))
