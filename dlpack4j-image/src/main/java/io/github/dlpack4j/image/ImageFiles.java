@@ -5,7 +5,6 @@ import io.github.dlpack4j.Tensor;
 import java.awt.color.ColorSpace;
 import java.awt.image.BufferedImage;
 import java.awt.image.ColorModel;
-import java.awt.image.ComponentColorModel;
 import java.awt.image.DataBuffer;
 import java.awt.image.DataBufferByte;
 import java.awt.image.Raster;
@@ -18,6 +17,7 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.Locale;
+import java.util.Set;
 import java.util.TreeSet;
 import javax.imageio.IIOException;
 import javax.imageio.ImageIO;
@@ -28,16 +28,29 @@ import javax.imageio.stream.FileImageInputStream;
 import javax.imageio.stream.ImageInputStream;
 
 /**
- * An image file decoded by ImageIO into a tensor. The reader decodes into an interleaved image of
- * exactly the tensor's layout (its destination, {@link ImageReadParam#setDestination}), and that
- * image's bytes go into the tensor in one bulk copy. Decoding into the tensor's native memory
- * itself (an image over a {@link SegmentDataBuffer}) would save that copy but costs more than it
- * saves: the readers' fast row copies work on Java arrays only, and on any other buffer they fall
- * back to one call per sample (ImageBench measures both). Formats whose pixels have no such layout
- * (indexed PNG, gray with alpha, CMYK JPEG) are decoded as ImageIO decodes them and converted in
- * {@link ImageToTensor}'s one copy.
+ * An image file decoded by ImageIO into a tensor. The JDK's PNG and JPEG readers decode into an
+ * interleaved image of exactly the tensor's layout (their destination,
+ * {@link ImageReadParam#setDestination}), and that image's bytes go into the tensor in one bulk copy.
+ * Decoding into the tensor's native memory itself (an image over a {@link SegmentDataBuffer}) would
+ * save that copy but costs more than it saves: the readers' fast row copies work on Java arrays only,
+ * and on any other buffer they fall back to one call per sample (ImageBench measures both).
+ *
+ * <p>Other readers are not trusted with a destination: the JDK's BMP reader writes a 24-bit file's
+ * bytes into the destination's array as they lie in the file, blue first, whatever the destination's
+ * band offsets say. Their images, and PNG and JPEG images with no such layout (indexed PNG, gray with
+ * alpha, CMYK JPEG), are decoded as ImageIO decodes them and converted in {@link ImageToTensor}'s one
+ * copy.
  */
 final class ImageFiles {
+    /**
+     * The readers known to decode into a destination of another layout than their own as that layout
+     * says (ImageFilesTest checks every reader of the JDK against {@code ImageIO.read}); matched by
+     * class name, the classes being the JDK's internals.
+     */
+    private static final Set<String> DESTINATION_READERS = Set.of(
+            "com.sun.imageio.plugins.png.PNGImageReader",
+            "com.sun.imageio.plugins.jpeg.JPEGImageReader");
+
     private ImageFiles() {}
 
     static Tensor read(Path file, ChannelOrder order) throws IOException {
@@ -71,7 +84,7 @@ final class ImageFiles {
         ColorModel cm = types.next().getColorModel();
         ImageToTensor.refuseWideSamples(cm); // before decoding it all
         int channels = interleavedChannels(cm);
-        if (channels == 0) {
+        if (channels == 0 || !DESTINATION_READERS.contains(reader.getClass().getName())) {
             return ImageToTensor.of(reader.read(0), order);
         }
         int width = reader.getWidth(0);
@@ -103,8 +116,7 @@ final class ImageFiles {
      * decoded straight into (1 for gray, 3 for RGB, 4 for RGBA), or 0 if it has no such layout}
      */
     private static int interleavedChannels(ColorModel cm) {
-        if (!(cm instanceof ComponentColorModel) || cm.isAlphaPremultiplied()
-                || cm.getTransferType() != DataBuffer.TYPE_BYTE) {
+        if (!ImageToTensor.hasRawBytes(cm)) {
             return 0;
         }
         int n = cm.getNumComponents();

@@ -26,8 +26,8 @@ import java.util.Objects;
  *   <tr><td>{@code TYPE_BYTE_GRAY}</td><td>{@code [h, w, 1]}</td><td>one copy</td></tr>
  *   <tr><td>8-bit gray with alpha (PNG)</td><td>{@code [h, w, 4]}, the gray in R, G and B</td>
  *       <td>one copy</td></tr>
- *   <tr><td>indexed (palette PNG, GIF), 1-bit, premultiplied alpha, 565/555 colours, CMYK or another
- *       colour space</td><td>{@code [h, w, 3]}, or 4 with alpha, converted to sRGB as
+ *   <tr><td>indexed (palette PNG, GIF), 1-, 2- and 4-bit samples, premultiplied alpha, 565/555
+ *       colours, CMYK or another colour space</td><td>{@code [h, w, 3]}, or 4 with alpha, converted to sRGB as
  *       {@link BufferedImage#getRGB} does</td><td>one copy</td></tr>
  *   <tr><td>16-bit samples ({@code TYPE_USHORT_GRAY}, 16-bit PNG)</td><td>refused: they do not fit
  *       uint8</td><td></td></tr>
@@ -35,8 +35,9 @@ import java.util.Objects;
  *
  * <p>A {@code BufferedImage} made by the JDK or ImageIO keeps its pixels in a Java array, which has no
  * address that DLPack could hand out, so {@link #of} copies it once, straight into the tensor's
- * layout; {@link #isZeroCopy} says which case an image is. {@link #read} has ImageIO decode into an
- * image of the tensor's layout and copies that once.
+ * layout; {@link #isZeroCopy} says which case an image is. {@link #read} has the JDK's PNG and JPEG
+ * readers decode into an image of the tensor's layout and copies that once; files of other formats are
+ * decoded as ImageIO decodes them and converted in {@link #of}'s one copy.
  *
  * <p><b>Lifetimes.</b> The tensors from {@link #of} and {@link #read} are owning: close them (their
  * DLPack exports keep the memory as long as they live). An image from {@link #toImage} shows the
@@ -86,7 +87,9 @@ public final class ImageTensors {
 
     /**
      * Whether {@link #of(BufferedImage, ChannelOrder)} shares {@code image}'s memory (true: an image
-     * from {@link #toImage} in the same order) or copies its pixels once (false).
+     * from {@link #toImage} in the same order, or a subimage of one) or copies its pixels once (false;
+     * also for an image over such memory with another colour model than 8-bit sRGB or gray, whose
+     * pixels are converted).
      *
      * @param image an image
      * @param order the channel order the tensor would have
@@ -147,8 +150,9 @@ public final class ImageTensors {
      * Decodes an image file (PNG, JPEG, or any format ImageIO reads) into a uint8
      * {@code [height, width, channels]} tensor with its colour channels in {@code order}: the same
      * pixels as {@code of(ImageIO.read(file), order)}, at the cost of ImageIO's decoding and one
-     * copy. ImageIO decodes 8-bit RGB, RGBA and gray straight into the tensor's layout; other images
-     * are converted as the table above says.
+     * copy. The JDK's PNG and JPEG readers decode 8-bit RGB, RGBA and gray straight into the tensor's
+     * layout; other images, and every file of another format (BMP, GIF, TIFF, WBMP, a plug-in's), are
+     * decoded as ImageIO decodes them and converted as the table above says.
      *
      * @param file  the image file
      * @param order the order of the colour channels in the tensor

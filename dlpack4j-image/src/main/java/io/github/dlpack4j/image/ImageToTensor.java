@@ -22,14 +22,15 @@ import java.util.Arrays;
  * (a {@code getSubimage} child included) is read by its own sample model, and writes the row into
  * the tensor in one bulk copy. How a pixel's samples are found depends on the colour model:
  * <ul>
- *   <li>8-bit samples of a {@link ComponentColorModel} in sRGB or gray ({@code TYPE_3BYTE_BGR},
- *       {@code TYPE_4BYTE_ABGR}, {@code TYPE_BYTE_GRAY}, the interleaved RGB of PNG and JPEG
- *       readers): taken as they are; gray with alpha becomes RGBA, its gray in R, G and B;</li>
+ *   <li>8-bit samples (every component 8 bits) of a {@link ComponentColorModel} in sRGB or gray
+ *       ({@code TYPE_3BYTE_BGR}, {@code TYPE_4BYTE_ABGR}, {@code TYPE_BYTE_GRAY}, the interleaved RGB
+ *       of PNG and JPEG readers): taken as they are; gray with alpha becomes RGBA, its gray in R, G and B;</li>
  *   <li>8-bit fields of a {@link DirectColorModel} ({@code TYPE_INT_RGB}, {@code TYPE_INT_ARGB},
  *       {@code TYPE_INT_BGR}): taken from the packed int by their masks;</li>
  *   <li>samples wider than 8 bits: refused, a uint8 tensor cannot hold them;</li>
- *   <li>everything else (indexed and 1-bit images, premultiplied alpha, 565 and 555 colours, CMYK or
- *       another colour space): converted to 8-bit sRGB by {@link BufferedImage#getRGB}.</li>
+ *   <li>everything else (indexed and 1-bit images, component samples of fewer than 8 bits,
+ *       premultiplied alpha, 565 and 555 colours, CMYK or another colour space): converted to 8-bit
+ *       sRGB by {@link BufferedImage#getRGB}, which scales narrow samples to 0-255.</li>
  * </ul>
  */
 final class ImageToTensor {
@@ -48,7 +49,9 @@ final class ImageToTensor {
 
     /**
      * The native buffer whose pixels {@code image} shows in the tensor layout {@code order} asks
-     * for, or null if the image has other memory or another layout (then it is copied).
+     * for, or null if the image has other memory or another layout (then it is copied). The image's
+     * samples must be the tensor's bytes as they are ({@link #hasRawBytes}): an image over a tensor's
+     * buffer with, say, a linear-RGB or a 4-bit colour model is converted, as its copy would be.
      */
     private static SegmentDataBuffer sharedPixels(BufferedImage image, ChannelOrder order) {
         Raster raster = image.getRaster();
@@ -63,7 +66,7 @@ final class ImageToTensor {
                 && layout.getPixelStride() == channels
                 && layout.getScanlineStride() == shape[1] * channels
                 && Arrays.equals(layout.getBandOffsets(), order.byteOffsets(channels))
-                && cm instanceof ComponentColorModel && !cm.isAlphaPremultiplied()
+                && hasRawBytes(cm)
                 && cm.getNumComponents() == channels && cm.hasAlpha() == (channels == 4);
         return sameLayout ? buffer : null;
     }
@@ -98,6 +101,25 @@ final class ImageToTensor {
                     + "ImageTensors makes uint8 tensors; read them with image.getRaster().getPixels(...) into a "
                     + "UINT16 or FLOAT32 tensor, or draw the image into a TYPE_3BYTE_BGR or TYPE_BYTE_GRAY one first");
         }
+    }
+
+    /**
+     * Whether the samples of {@code cm} are a tensor's bytes as they are: a {@link ComponentColorModel}
+     * of 8-bit byte samples, not premultiplied, in sRGB or gray. Narrower samples (a 4-bit gray) are
+     * not: getRGB scales them to 0-255, and so must the tensor.
+     */
+    static boolean hasRawBytes(ColorModel cm) {
+        if (!(cm instanceof ComponentColorModel) || cm.isAlphaPremultiplied()
+                || cm.getTransferType() != DataBuffer.TYPE_BYTE
+                || !(cm.getColorSpace().isCS_sRGB() || isGray(cm))) {
+            return false;
+        }
+        for (int i = 0; i < cm.getNumComponents(); i++) {
+            if (cm.getComponentSize(i) != 8) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static boolean isGray(ColorModel cm) {
@@ -135,8 +157,7 @@ final class ImageToTensor {
     private static Rows rowsOf(BufferedImage image, ColorModel cm, int channels, ChannelOrder order) {
         Raster raster = image.getRaster();
         int width = image.getWidth();
-        boolean sRgbOrGray = cm.getColorSpace().isCS_sRGB() || isGray(cm);
-        if (cm instanceof ComponentColorModel && !cm.isAlphaPremultiplied() && sRgbOrGray) {
+        if (hasRawBytes(cm)) {
             // getDataElements gives the samples in band order: R, G, B, A, or gray (and alpha).
             int bands = raster.getNumBands();
             int[] band = new int[channels];
@@ -206,10 +227,18 @@ final class ImageToTensor {
         }
     }
 
-    /** {@code out}'s channel c of each pixel is the byte at bit {@code shifts[c]} of the pixel's int; 3 or 4 channels. */
+    /**
+     * {@code out}'s channel c of each pixel is the byte at bit {@code shifts[c]} of the pixel's int; 1, 3
+     * or 4 channels (1: a gray of fewer than 8 bits, getRGB's red).
+     */
     private static void unpack(int[] pixels, int[] shifts, byte[] out) {
         int channels = shifts.length;
-        if (channels == 3) { // as in pick
+        if (channels == 1) {
+            int s0 = shifts[0];
+            for (int x = 0; x < out.length; x++) {
+                out[x] = (byte) (pixels[x] >>> s0);
+            }
+        } else if (channels == 3) { // as in pick
             int s0 = shifts[0];
             int s1 = shifts[1];
             int s2 = shifts[2];

@@ -7,9 +7,11 @@ import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.image.Images.Layout;
 import java.awt.Color;
+import java.awt.Transparency;
 import java.awt.color.ColorSpace;
 import java.awt.Graphics2D;
 import java.awt.image.BufferedImage;
+import java.awt.image.ComponentColorModel;
 import java.awt.image.DataBuffer;
 import java.awt.image.IndexColorModel;
 import java.awt.image.WritableRaster;
@@ -171,6 +173,60 @@ class ImageToTensorTest {
         pre.setRGB(0, 0, 0x80ff0000); // half-transparent red, stored as 0x80800000
         try (Tensor t = ImageTensors.of(pre)) {
             assertThat(t.toByteArray()).containsExactly((byte) 255, 0, 0, (byte) 0x80);
+        }
+    }
+
+    /** The bytes {@code getRGB} gives for each pixel of {@code image}: red for one channel, R, G, B (and A) for more. */
+    private static byte[] getRgbBytes(BufferedImage image, int channels) {
+        byte[] out = new byte[image.getWidth() * image.getHeight() * channels];
+        int i = 0;
+        for (int y = 0; y < image.getHeight(); y++) {
+            for (int x = 0; x < image.getWidth(); x++) {
+                int argb = image.getRGB(x, y);
+                for (int c = 0; c < channels; c++) {
+                    out[i++] = (byte) (argb >>> (c == 3 ? 24 : 16 - 8 * c));
+                }
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void componentSamplesOfFewerThanEightBitsAreScaledAsGetRgbScalesThem() {
+        ComponentColorModel gray4 = new ComponentColorModel(ColorSpace.getInstance(ColorSpace.CS_GRAY), new int[] {4},
+                false, false, Transparency.OPAQUE, DataBuffer.TYPE_BYTE);
+        BufferedImage gray = new BufferedImage(gray4, gray4.createCompatibleWritableRaster(2, 1), false, null);
+        gray.getRaster().setPixels(0, 0, 2, 1, new int[] {15, 8});
+        ComponentColorModel rgb4 = new ComponentColorModel(ColorSpace.getInstance(ColorSpace.CS_sRGB), new int[] {4, 4, 4},
+                false, false, Transparency.OPAQUE, DataBuffer.TYPE_BYTE);
+        BufferedImage rgb = new BufferedImage(rgb4, rgb4.createCompatibleWritableRaster(2, 1), false, null);
+        rgb.getRaster().setPixels(0, 0, 2, 1, new int[] {15, 0, 8, 1, 2, 3});
+        try (Tensor g = ImageTensors.of(gray); Tensor c = ImageTensors.of(rgb, ChannelOrder.RGB)) {
+            assertThat(g.shape()).containsExactly(1, 2, 1);
+            assertThat(g.getLong(0, 0, 0)).as("4-bit 15 is white").isEqualTo(255);
+            assertThat(g.toByteArray()).containsExactly(getRgbBytes(gray, 1));
+            assertThat(c.toByteArray()).containsExactly(getRgbBytes(rgb, 3));
+            assertThat(c.getLong(0, 0, 0)).isEqualTo(255);
+        }
+    }
+
+    @Test
+    void anImageOverATensorInAnotherColourSpaceOrWithNarrowSamplesIsConvertedNotShared() {
+        byte[] samples = {10, (byte) 128, (byte) 250, 0, 64, (byte) 192};
+        try (Tensor t = Images.uint8(samples, 1, 2, 3); Tensor g = Images.uint8(new byte[] {15, 8}, 1, 2, 1)) {
+            ComponentColorModel linear = new ComponentColorModel(ColorSpace.getInstance(ColorSpace.CS_LINEAR_RGB),
+                    false, false, Transparency.OPAQUE, DataBuffer.TYPE_BYTE);
+            BufferedImage linearRgb = new BufferedImage(linear, ImageTensors.toImage(t).getRaster(), false, null);
+            ComponentColorModel gray4 = new ComponentColorModel(ColorSpace.getInstance(ColorSpace.CS_GRAY),
+                    new int[] {4}, false, false, Transparency.OPAQUE, DataBuffer.TYPE_BYTE);
+            BufferedImage narrow = new BufferedImage(gray4, ImageTensors.toImage(g).getRaster(), false, null);
+            assertThat(ImageTensors.isZeroCopy(linearRgb, ChannelOrder.RGB)).as("linear RGB").isFalse();
+            assertThat(ImageTensors.isZeroCopy(narrow, ChannelOrder.RGB)).as("4-bit gray").isFalse();
+            try (Tensor a = ImageTensors.of(linearRgb); Tensor b = ImageTensors.of(narrow)) {
+                assertThat(a.dataPointer()).isNotEqualTo(t.dataPointer());
+                assertThat(a.toByteArray()).as("linear RGB as sRGB").containsExactly(getRgbBytes(linearRgb, 3));
+                assertThat(b.toByteArray()).as("4-bit gray scaled").containsExactly(getRgbBytes(narrow, 1));
+            }
         }
     }
 
