@@ -86,7 +86,7 @@ class UseAfterFreeTest {
         try (NDManager m = NDManager.newBaseManager("PyTorch")) {
             ByteBuffer b = ByteBuffer.allocateDirect(N * 4).order(ByteOrder.nativeOrder());
             b.asFloatBuffer().put(iota(N, 2));
-            NDArray a = m.create(b, new Shape(N));
+            NDArray a = m.create(b, new Shape(N), ai.djl.ndarray.types.DataType.FLOAT32);
             t = DjlTensors.of(a);
             a.close();
             a = null;
