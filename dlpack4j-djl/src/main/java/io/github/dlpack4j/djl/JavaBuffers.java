@@ -2,6 +2,7 @@ package io.github.dlpack4j.djl;
 
 import ai.djl.ndarray.BaseNDManager;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.NDResource;
 import ai.djl.pytorch.engine.PtNDArray;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
@@ -9,6 +10,7 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The Java direct buffers under DJL's arrays. {@code NDManager.create(float[])},
@@ -17,7 +19,8 @@ import java.util.Map;
  * {@code PtNDArray.dataRef} keeps reachable, until the array is closed; a libtorch view of such an
  * array ({@code reshape}, {@code get}) has no {@code dataRef} at all. So {@link NDArrayToTensor}
  * keeps the buffer itself: the array's own, or that of the open array whose buffer holds the
- * memory, found among every array of every open PyTorch manager ({@code BaseNDManager.resources}).
+ * memory, found among every array of every open PyTorch manager ({@code BaseNDManager.resources},
+ * and {@code tempResources} for arrays {@code tempAttach}ed to it).
  * Both fields are read by reflection, on the class path where DJL's PyTorch engine runs; without
  * them (another DJL version) {@link #available()} is false and every array is copied.
  */
@@ -25,11 +28,27 @@ final class JavaBuffers {
     /** {@code PtNDArray.dataRef}, or null if this DJL has no such field. */
     private static final VarHandle DATA_REF = field(PtNDArray.class, "dataRef", ByteBuffer.class);
     /** {@code BaseNDManager.resources}, or null. */
-    private static final VarHandle RESOURCES = field(BaseNDManager.class, "resources", java.util.concurrent.ConcurrentHashMap.class);
+    private static final VarHandle RESOURCES = field(BaseNDManager.class, "resources", ConcurrentHashMap.class);
+    /** {@code BaseNDManager.tempResources}: arrays {@code tempAttach}ed to it are there only. */
+    private static final VarHandle TEMP_RESOURCES = field(BaseNDManager.class, "tempResources", ConcurrentHashMap.class);
+    /** {@code BaseNDManager.TempResource.resource}. */
+    private static final VarHandle TEMP_RESOURCE = field(nested(BaseNDManager.class, "TempResource"), "resource",
+            NDResource.class);
 
     private JavaBuffers() {}
 
+    private static Class<?> nested(Class<?> outer, String name) {
+        try {
+            return Class.forName(outer.getName() + "$" + name, false, outer.getClassLoader());
+        } catch (ClassNotFoundException e) {
+            return null;
+        }
+    }
+
     private static VarHandle field(Class<?> owner, String name, Class<?> type) {
+        if (owner == null) {
+            return null;
+        }
         try {
             return MethodHandles.privateLookupIn(owner, MethodHandles.lookup()).findVarHandle(owner, name, type);
         } catch (ReflectiveOperationException | RuntimeException e) {
@@ -39,7 +58,7 @@ final class JavaBuffers {
 
     /** {@return whether this DJL lets the buffers be found; if not, {@code of} copies} */
     static boolean available() {
-        return DATA_REF != null && RESOURCES != null;
+        return DATA_REF != null && RESOURCES != null && TEMP_RESOURCES != null && TEMP_RESOURCE != null;
     }
 
     /**
@@ -68,6 +87,15 @@ final class JavaBuffers {
                 Map<?, ?> resources = (Map<?, ?>) RESOURCES.get(m);
                 if (resources != null) {
                     todo.addAll(resources.values());
+                }
+                Map<?, ?> temporary = (Map<?, ?>) TEMP_RESOURCES.get(m);
+                if (temporary != null) {
+                    for (Object r : temporary.values()) {
+                        Object resource = TEMP_RESOURCE.get(r);
+                        if (resource != null) {
+                            todo.add(resource);
+                        }
+                    }
                 }
             }
         }

@@ -72,6 +72,7 @@ class UseAfterFreeTest {
         try (NDManager m = NDManager.newBaseManager("PyTorch")) {
             NDArray a = m.create(iota(N, 1));
             Tensor t = DjlTensors.of(a);
+            assertThat(DjlTensors.isView(a)).as("a view, not a copy").isTrue();
             a.close();
             a = null;
             churn();
@@ -122,6 +123,7 @@ class UseAfterFreeTest {
             NDArray back = DjlTensors.toNDArray(t0, m);
             NDArray v = back.reshape(N / 2, 2);
             x = DjlTensors.of(v);
+            assertThat(DjlTensors.isView(v)).as("a view, not a copy").isTrue();
             assertThat(x.dataPointer()).isEqualTo(t0.dataPointer());
             v.close();
             back.close();
@@ -163,6 +165,7 @@ class UseAfterFreeTest {
             NDArray a = m.create(iota(N, 7));
             NDArray v = a.reshape(N / 2, 2);
             x = DjlTensors.of(v);
+            assertThat(DjlTensors.isView(v)).as("a view, not a copy").isTrue();
             v.close();
             a.close();
             a = null;
@@ -170,6 +173,25 @@ class UseAfterFreeTest {
         }
         churn();
         assertThat(x.toFloatArray()).containsExactly(iota(N, 7));
+        x.close();
+    }
+
+    @Test
+    void a_tensor_of_a_libtorch_view_of_a_temp_attached_created_array_outlives_both() throws InterruptedException {
+        Tensor x;
+        try (NDManager m = NDManager.newBaseManager("PyTorch"); NDManager sub = m.newSubManager()) {
+            NDArray a = m.create(iota(N, 11));
+            a.tempAttach(sub); // in sub's temporary resources only, until sub closes
+            NDArray v = a.reshape(N / 2, 2);
+            x = DjlTensors.of(v);
+            assertThat(DjlTensors.isView(v)).as("a view, not a copy").isTrue();
+            v.close();
+            a.close();
+            a = null;
+            v = null;
+        }
+        churn();
+        assertThat(x.toFloatArray()).containsExactly(iota(N, 11));
         x.close();
     }
 
