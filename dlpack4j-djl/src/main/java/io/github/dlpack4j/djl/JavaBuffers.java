@@ -75,29 +75,40 @@ final class JavaBuffers {
         while (root.getParentManager() != null) {
             root = root.getParentManager();
         }
-        ArrayDeque<Object> todo = new ArrayDeque<>();
-        todo.add(root);
-        for (Object o; (o = todo.poll()) != null; ) {
-            if (o instanceof PtNDArray p) {
-                ByteBuffer b = covering((ByteBuffer) DATA_REF.get(p), address, bytes);
-                if (b != null) {
-                    return b;
-                }
-            } else if (o instanceof BaseNDManager m) {
-                Map<?, ?> resources = (Map<?, ?>) RESOURCES.get(m);
-                if (resources != null) {
-                    todo.addAll(resources.values());
-                }
-                Map<?, ?> temporary = (Map<?, ?>) TEMP_RESOURCES.get(m);
-                if (temporary != null) {
-                    for (Object r : temporary.values()) {
-                        Object resource = TEMP_RESOURCE.get(r);
-                        if (resource != null) {
-                            todo.add(resource);
-                        }
+        ArrayDeque<BaseNDManager> managers = new ArrayDeque<>();
+        if (root instanceof BaseNDManager m) {
+            managers.add(m);
+        }
+        for (BaseNDManager m; (m = managers.poll()) != null; ) {
+            Map<?, ?> resources = (Map<?, ?>) RESOURCES.get(m);
+            if (resources != null) {
+                for (Object r : resources.values()) {
+                    ByteBuffer b = visit(r, address, bytes, managers);
+                    if (b != null) {
+                        return b;
                     }
                 }
             }
+            Map<?, ?> temporary = (Map<?, ?>) TEMP_RESOURCES.get(m);
+            if (temporary != null) {
+                for (Object r : temporary.values()) {
+                    ByteBuffer b = visit(TEMP_RESOURCE.get(r), address, bytes, managers);
+                    if (b != null) {
+                        return b;
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
+    /** {@return the buffer of {@code r}, an array, if it holds the memory; a manager is queued} */
+    private static ByteBuffer visit(Object r, long address, long bytes, ArrayDeque<BaseNDManager> managers) {
+        if (r instanceof PtNDArray p) {
+            return covering((ByteBuffer) DATA_REF.get(p), address, bytes);
+        }
+        if (r instanceof BaseNDManager m) {
+            managers.add(m);
         }
         return null;
     }
@@ -106,7 +117,7 @@ final class JavaBuffers {
         if (b == null || !b.isDirect()) {
             return null;
         }
-        long start = MemorySegment.ofBuffer(b.duplicate().clear()).address();
+        long start = MemorySegment.ofBuffer(b).address() - b.position(); // libtorch has the buffer's base address
         return start <= address && address - start <= b.capacity() - bytes ? b : null;
     }
 }
