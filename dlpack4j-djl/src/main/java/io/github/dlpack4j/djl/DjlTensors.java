@@ -19,7 +19,10 @@ import java.util.Objects;
  * DLPack types DJL lacks (complex, the float8 and sub-byte types).
  *
  * <p><b>Lifetimes.</b> A tensor from {@link #of} holds a libtorch alias of the array (a second
- * array over the same storage, in no manager), closed when the tensor and every DLPack export of it
+ * array over the same storage, in no manager and no {@code NDScope}), and what owns memory that
+ * libtorch was given: the Java direct buffer under an array from {@code NDManager.create} (or under
+ * the array a view of one came from), the tensor under an array from {@link #toNDArray} (or under
+ * the array a view of one came from). They are let go when the tensor and every DLPack export of it
  * have let go: the caller may close the array, or its manager, first. An array from
  * {@link #toNDArray} holds a {@link Tensor#share()} of the tensor: the tensor may be closed first.
  * DJL tells nobody when an array is closed, so the share of a closed array is given back at the
@@ -31,7 +34,7 @@ import java.util.Objects;
  * ({@code duplicate()}), as for any array DJL makes over a buffer.
  *
  * <p><b>What is refused</b>, with the fix in the message: arrays of another engine, on another
- * device than the CPU, sparse arrays, more than 2 GiB (DJL reaches memory through one
+ * device than the CPU (and managers on another device, for {@link #toNDArray}), sparse arrays, more than 2 GiB (DJL reaches memory through one
  * {@code ByteBuffer}), tensors that are not row-major contiguous or read-only for
  * {@link #toNDArray}. The one copy: {@link #of} an array that libtorch lays out in another order
  * than row-major (a transpose, a strided slice) copies its values; {@link #isView} tells first.
@@ -88,7 +91,9 @@ public final class DjlTensors {
 
     /**
      * {@return whether {@link #of} would view {@code array}'s memory (true) or copy it (false)} An
-     * array is viewed when libtorch lays it out row-major contiguous and it holds an element or more.
+     * array is viewed when libtorch lays it out row-major contiguous, it holds an element or more,
+     * and this DJL lets {@link #of} find what keeps its memory (DJL 0.36 does: else every array is
+     * copied).
      *
      * @param array an array that {@link #of} takes
      * @throws IllegalArgumentException as {@link #of}

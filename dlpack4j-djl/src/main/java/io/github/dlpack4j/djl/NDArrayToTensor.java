@@ -2,6 +2,7 @@ package io.github.dlpack4j.djl;
 
 import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDScope;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.pytorch.engine.PtNDArray;
 import io.github.dlpack4j.DataType;
@@ -9,6 +10,7 @@ import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.internal.RowMajor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -18,8 +20,11 @@ import java.util.concurrent.atomic.LongAdder;
  * tensor over the same storage ({@code reshape} to the same shape, a view in libtorch, which counts
  * references to the storage), detached from every manager and closed when the tensor and every
  * DLPack export of it have let go. The caller may close its array, or its manager, at any time.
- * An array that {@code toNDArray} made over a tensor's memory is not libtorch's to keep: the tensor
- * holds a share of that tensor as well.
+ * The alias is taken out of the caller's {@code NDScope} too. Libtorch's storage does not own
+ * memory it was given ({@code from_blob}), so the tensor also holds what does: a share of the tensor
+ * that {@code toNDArray} lent to the array, or to the array a view was derived from (found by
+ * address), or the Java direct buffer that {@code NDManager.create} made the array, or the array it
+ * derives from, over ({@link JavaBuffers}).
  */
 final class NDArrayToTensor {
     /** Aliases held by open tensors (or their exports): what the tests check for leaks. */
@@ -36,19 +41,24 @@ final class NDArrayToTensor {
         if (bytes == 0) {
             return Tensor.zeros(dtype, dims); // no memory to share
         }
-        if (!TorchArrays.isContiguous(p)) {
+        if (!viewable(p)) {
             return copy(a, dtype, dims, bytes);
         }
         NDArray alias = a.reshape(shape);
         Tensor lender = null;
         try {
+            NDScope.unregister(alias); // made in the caller's scope, if any: its close must not close our alias
             alias.detach(); // from the caller's manager: its close must not close our alias
-            lender = TensorToNDArray.shareOf(a); // an array over a tensor: libtorch does not own that memory
             ByteBuffer b = alias.toByteBuffer(true); // contiguous: a direct buffer over libtorch's memory
-            MemorySegment memory = MemorySegment.ofAddress(MemorySegment.ofBuffer(b).address()).reinterpret(bytes);
-            HELD.increment();
+            long address = MemorySegment.ofBuffer(b).address();
+            MemorySegment memory = MemorySegment.ofAddress(address).reinterpret(bytes);
+            // Libtorch's storage does not own memory it was given (from_blob): keep what does.
+            lender = TensorToNDArray.shareOf(address, bytes); // an array over a tensor, or a view of one
+            ByteBuffer buffer = lender == null ? JavaBuffers.holding(p, address, bytes) : null; // over a Java buffer
             Tensor held = lender;
-            return Tensor.wrap(memory, 0, dtype, dims, RowMajor.strides(dims), () -> release(alias, held));
+            Tensor t = Tensor.wrap(memory, 0, dtype, dims, RowMajor.strides(dims), () -> release(alias, held, buffer));
+            HELD.increment(); // after wrap: a wrap that throws runs no release
+            return t;
         } catch (RuntimeException | Error e) {
             alias.close();
             if (lender != null) {
@@ -61,15 +71,24 @@ final class NDArrayToTensor {
     /** {@return whether {@link #of} views {@code a}'s memory, as opposed to copying it} */
     static boolean isView(NDArray a) {
         PtNDArray p = check(a);
-        return a.size() > 0 && TorchArrays.isContiguous(p);
+        return a.size() > 0 && viewable(p);
     }
 
-    private static void release(NDArray alias, Tensor lender) {
+    /**
+     * {@return whether {@code p} is row-major contiguous and this DJL lets what keeps its memory be
+     * found} Without the second, a view could outlive a Java buffer nothing holds: copy instead.
+     */
+    private static boolean viewable(PtNDArray p) {
+        return JavaBuffers.available() && TorchArrays.isContiguous(p);
+    }
+
+    private static void release(NDArray alias, Tensor lender, ByteBuffer buffer) {
         HELD.decrement();
         alias.close();
         if (lender != null) {
             lender.close();
         }
+        Reference.reachabilityFence(buffer); // the Java buffer under libtorch's storage, if any, lives until now
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.github.dlpack4j.djl;
 
+import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
@@ -9,12 +10,15 @@ import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.internal.SafetyNet;
 import java.lang.foreign.MemorySegment;
 import java.lang.ref.Cleaner;
+import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -38,8 +42,24 @@ final class TensorToNDArray {
     static final LongAdder LENT = new LongAdder();
     /** The lends of each open manager that has had one (managers compare by identity). */
     private static final ConcurrentHashMap<NDManager, Lends> BY_MANAGER = new ConcurrentHashMap<>();
-    /** The open lends by their array's uid (DJL's arrays compare by content, and hash to 0). */
-    private static final ConcurrentHashMap<String, Lent> BY_ARRAY = new ConcurrentHashMap<>();
+    /**
+     * The open lends by the address their memory starts at, then the order they were made in: an
+     * array that libtorch derives from a lend's array as a view ({@code reshape}, {@code get}) is
+     * over memory inside the lend's range, and has nothing else to find it by.
+     */
+    private static final ConcurrentSkipListMap<Key, Lent> BY_ADDRESS = new ConcurrentSkipListMap<>();
+    /** The most bytes a lend has held: no lend that starts further below an address reaches it. */
+    private static final AtomicLong LONGEST = new AtomicLong();
+    private static final AtomicLong SEQUENCE = new AtomicLong();
+
+    /** A lend's place in {@link #BY_ADDRESS}. */
+    private record Key(long start, long seq) implements Comparable<Key> {
+        @Override
+        public int compareTo(Key o) {
+            int c = Long.compareUnsigned(start, o.start);
+            return c != 0 ? c : Long.compare(seq, o.seq);
+        }
+    }
 
     private TensorToNDArray() {}
 
@@ -48,6 +68,11 @@ final class TensorToNDArray {
             throw new IllegalArgumentException("the manager is of DJL's " + manager.getEngine().getEngineName()
                     + " engine; dlpack4j-djl makes PyTorch arrays: pass a PyTorch NDManager "
                     + "(Engine.getEngine(\"PyTorch\").newBaseManager())");
+        }
+        if (!Device.cpu().equals(manager.getDevice())) {
+            throw new IllegalArgumentException("the manager is on " + manager.getDevice() + "; dlpack4j-djl makes "
+                    + "arrays over CPU memory: pass a manager on the CPU (NDManager.newBaseManager(Device.cpu(), "
+                    + "\"PyTorch\"), or manager.newSubManager(Device.cpu())) and move the array with toDevice after");
         }
         if (t.device().type() != DeviceType.CPU) {
             throw new IllegalArgumentException("the tensor is on " + t.device() + "; dlpack4j-djl shares CPU memory only: "
@@ -70,39 +95,57 @@ final class TensorToNDArray {
         Lends lends = BY_MANAGER.computeIfAbsent(manager, Lends::attach);
         lends.sweep();
         Lent lent = new Lent(t.share());
+        NDArray array;
         try {
             ByteBuffer buffer = MemorySegment.ofAddress(lent.share.dataPointer()).reinterpret(bytes).asByteBuffer()
                     .order(ByteOrder.nativeOrder());
             lent.net = SafetyNet.register(buffer, lent::close); // the array holds this very buffer until it is closed
-            lent.array = manager.create(buffer, shape, dtype);
+            array = manager.create(buffer, shape, dtype);
         } catch (RuntimeException | Error e) {
             lent.close();
             throw e;
         }
-        lent.uid = lent.array.getUid();
-        BY_ARRAY.put(lent.uid, lent);
+        lent.array = new WeakReference<>(array); // weak: a detached array, never closed, may be collected
+        lent.key = new Key(lent.share.dataPointer(), SEQUENCE.incrementAndGet());
+        lent.end = lent.share.dataPointer() + bytes;
+        LONGEST.accumulateAndGet(bytes, Math::max);
+        BY_ADDRESS.put(lent.key, lent);
         lends.add(lent);
         if (lent.isClosed()) {
-            BY_ARRAY.remove(lent.uid); // released meanwhile
+            BY_ADDRESS.remove(lent.key); // released meanwhile
         }
-        return lent.array;
+        return array;
     }
 
     /**
-     * {@return a share of the tensor that {@code array} was made over, or null if it was not made by
-     * {@link #toNDArray}} What {@link NDArrayToTensor#of} holds beside its libtorch alias: the alias
-     * keeps libtorch's storage, which does not own this memory.
+     * {@return a share of the tensor of an open lend whose memory holds {@code [address, address +
+     * bytes)}, or null if none does} What {@link NDArrayToTensor#of} holds beside its libtorch alias
+     * for an array that {@link #toNDArray} made, or a libtorch view of one: the alias keeps
+     * libtorch's storage, which does not own this memory.
+     *
+     * @throws IllegalStateException if only lends given back already held that memory: the array
+     *                               it came from was closed, and a view of it must not be read
      */
-    static Tensor shareOf(NDArray array) {
-        Lent lent = BY_ARRAY.get(array.getUid());
-        if (lent == null) {
-            return null;
+    static Tensor shareOf(long address, long bytes) {
+        long longest = LONGEST.get();
+        boolean given = false;
+        for (Lent lent : BY_ADDRESS.headMap(new Key(address, Long.MAX_VALUE), true).descendingMap().values()) {
+            if (address - lent.key.start >= longest) {
+                break; // every lend below starts too far down to reach the address
+            }
+            if (address - lent.key.start <= lent.end - lent.key.start - bytes) {
+                try {
+                    return lent.share.share();
+                } catch (IllegalStateException closedMeanwhile) {
+                    given = true;
+                }
+            }
         }
-        try {
-            return lent.share.share();
-        } catch (IllegalStateException closedMeanwhile) {
-            throw new IllegalStateException("the array is closed", closedMeanwhile);
+        if (given) {
+            throw new IllegalStateException("the array is over memory that an array from toNDArray lent, and that "
+                    + "array is closed: close views before the array they came from, or duplicate() them");
         }
+        return null;
     }
 
     /** The lends of one manager, attached to it once: its close closes their arrays and shares. */
@@ -136,7 +179,7 @@ final class TensorToNDArray {
                 if (lent == null) {
                     return;
                 }
-                if (lent.array.isReleased()) {
+                if (lent.isReleased()) {
                     lent.close();
                 } else if (!lent.isClosed()) {
                     lents.add(lent);
@@ -149,24 +192,30 @@ final class TensorToNDArray {
         public void close() {
             BY_MANAGER.remove(manager, this);
             for (Lent lent : lents) {
-                NDArray a = lent.array;
-                if (a.getManager() == manager) {
+                NDArray a = lent.array == null ? null : lent.array.get();
+                if (a != null && a.getManager() == manager) {
                     a.close(); // the manager closes it anyway; first, so that the share can go
                 }
-                if (a.isReleased()) {
+                if (lent.isReleased()) {
                     lent.close();
                 }
             }
         }
     }
 
-    /** The share an array holds, closed exactly once by whichever of its two holds lets go first. */
+    /**
+     * The share an array holds, closed exactly once by whichever of its two holds lets go first. It
+     * reaches the array weakly: the safety net's action holds the lend, and an action that reached
+     * the array would reach the buffer it watches (the array's {@code dataRef}), which would then
+     * never be collected.
+     */
     private static final class Lent implements AutoCloseable {
         private final Tensor share;
         private final AtomicBoolean open = new AtomicBoolean(true);
-        NDArray array;
+        WeakReference<NDArray> array;
         Cleaner.Cleanable net;
-        String uid;
+        Key key;
+        long end;
 
         Lent(Tensor share) {
             this.share = share;
@@ -177,12 +226,18 @@ final class TensorToNDArray {
             return !open.get();
         }
 
+        /** {@return whether the array was closed, or collected} */
+        boolean isReleased() {
+            NDArray a = array == null ? null : array.get();
+            return a == null || a.isReleased();
+        }
+
         @Override
         public void close() {
             if (open.compareAndSet(true, false)) {
                 LENT.decrement();
-                if (uid != null) {
-                    BY_ARRAY.remove(uid);
+                if (key != null) {
+                    BY_ADDRESS.remove(key);
                 }
                 share.close();
                 if (net != null) {
