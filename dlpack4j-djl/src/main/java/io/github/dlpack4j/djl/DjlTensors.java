@@ -106,8 +106,8 @@ public final class DjlTensors {
     /**
      * An array attached to {@code manager} over {@code tensor}'s memory, without a copy (libtorch's
      * {@code from_blob}): writes through either are seen by the other, until DJL's
-     * {@code NDArray.set(...)} gives the array memory of its own (DJL copies the values into a new
-     * buffer there, so later writes to either no longer reach the other). The memory stays allocated
+     * {@code NDArray.set(...)} gives the array memory of its own (DJL puts the values set into a new
+     * buffer, so later writes to either no longer reach the other). The memory stays allocated
      * while the array lives, even when the tensor is closed first (see the class comment for when it
      * is given back).
      *
