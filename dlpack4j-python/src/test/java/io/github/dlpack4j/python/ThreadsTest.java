@@ -3,11 +3,8 @@ package io.github.dlpack4j.python;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.github.dlpack4j.Dlpack;
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
-import io.github.dlpack4j.python.interpreter.PendingReleases;
-import io.github.dlpack4j.python.protocol.JavaTensorType;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -71,12 +68,7 @@ class ThreadsTest {
                     return x * x
                 def mix_sum(x):
                     return float(np.from_dlpack(x).sum())""");
-        PY.exec("gc.collect()");
-        int exportsBefore = Dlpack.liveExports();
-        int instancesBefore = JavaTensorType.liveInstances();
-        long bytesBefore = Dlpack.nativeBytesInUse();
-        long refsA = refcount("mix_a");
-        long refsT = refcount("mix_t");
+        PythonLeaks leaks = PythonLeaks.now(PY, "mix_a", "mix_t");
         ExecutorService pool = Executors.newFixedThreadPool(8);
         try (PyObject a = PY.getGlobal("mix_a"); PyObject t = PY.getGlobal("mix_t");
              PyObject square = PY.getGlobal("mix_square"); PyObject sum = PY.getGlobal("mix_sum")) {
@@ -120,13 +112,7 @@ class ThreadsTest {
         } finally {
             pool.shutdownNow();
         }
-        PY.exec("gc.collect()"); // takes the GIL: what the workers queued runs first
-        assertThat(PendingReleases.pendingDeleters()).as("deleters queued").isZero();
-        assertThat(refcount("mix_a")).as("numpy array references").isEqualTo(refsA);
-        assertThat(refcount("mix_t")).as("torch tensor references").isEqualTo(refsT);
-        assertThat(Dlpack.liveExports()).as("live exports").isEqualTo(exportsBefore);
-        assertThat(JavaTensorType.liveInstances()).as("dlpack4j.Tensor objects").isEqualTo(instancesBefore);
-        assertThat(Dlpack.nativeBytesInUse()).as("native bytes").isEqualTo(bytesBefore);
+        leaks.assertBack();
     }
 
     /** Throws in a worker, where AssertJ's failure would read the same but cost more per call. */
@@ -136,11 +122,6 @@ class ThreadsTest {
         }
     }
 
-    private static long refcount(String name) {
-        try (PyObject n = PY.eval("sys.getrefcount(" + name + ")")) {
-            return n.asLong();
-        }
-    }
 
     @Test
     @Tag("any-cpython")

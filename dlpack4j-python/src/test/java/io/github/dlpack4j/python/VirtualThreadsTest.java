@@ -3,12 +3,9 @@ package io.github.dlpack4j.python;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.github.dlpack4j.Dlpack;
 import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
-import io.github.dlpack4j.python.interpreter.PendingReleases;
-import io.github.dlpack4j.python.protocol.JavaTensorType;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -44,11 +41,7 @@ class VirtualThreadsTest {
                     return x * x
                 def vt_torch_sum(x):
                     return float(torch.from_dlpack(x).sum())""");
-        PY.exec("gc.collect()");
-        int exportsBefore = Dlpack.liveExports();
-        int instancesBefore = JavaTensorType.liveInstances();
-        long bytesBefore = Dlpack.nativeBytesInUse();
-        long refsA = refcount("vt_a");
+        PythonLeaks leaks = PythonLeaks.now(PY, "vt_a");
         AtomicInteger done = new AtomicInteger();
         try (PyObject a = PY.getGlobal("vt_a"); PyObject square = PY.getGlobal("vt_square");
              PyObject torchSum = PY.getGlobal("vt_torch_sum");
@@ -75,12 +68,7 @@ class VirtualThreadsTest {
             }
         }
         assertThat(done).hasValue(10_000);
-        PY.exec("gc.collect()"); // takes the GIL: what the virtual threads queued runs first
-        assertThat(PendingReleases.pendingDeleters()).as("deleters queued").isZero();
-        assertThat(refcount("vt_a")).as("numpy array references: each import's deleter ran once").isEqualTo(refsA);
-        assertThat(Dlpack.liveExports()).as("live exports: each export's deleter ran once").isEqualTo(exportsBefore);
-        assertThat(JavaTensorType.liveInstances()).as("dlpack4j.Tensor objects").isEqualTo(instancesBefore);
-        assertThat(Dlpack.nativeBytesInUse()).as("native bytes").isEqualTo(bytesBefore);
+        leaks.assertBack();
     }
 
     @Test
@@ -318,9 +306,4 @@ class VirtualThreadsTest {
         }
     }
 
-    private static long refcount(String name) {
-        try (PyObject n = PY.eval("sys.getrefcount(" + name + ")")) {
-            return n.asLong();
-        }
-    }
 }
