@@ -79,7 +79,7 @@ public class PythonCallBench {
     @TearDown(Level.Trial)
     public void tearDown(BenchmarkParams params) {
         String name = params.getBenchmark();
-        if (name.contains(".javaCallsPython")) {
+        if (name.contains(".javaCallsPython") && !name.endsWith("FromAVirtualThread")) {
             boolean keep = name.contains("KeepingTheResult");
             boolean scoped = name.endsWith("InScope");
             long best = Long.MAX_VALUE;

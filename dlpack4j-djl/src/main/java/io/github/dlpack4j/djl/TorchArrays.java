@@ -35,11 +35,6 @@ final class TorchArrays {
         }
     }
 
-    /** {@return whether DJL can say if an array is contiguous} */
-    static boolean canTellContiguity() {
-        return IS_CONTIGUOUS != null;
-    }
-
     /** {@return whether {@code a}'s memory is row-major contiguous; false when it cannot be told} */
     static boolean isContiguous(PtNDArray a) {
         if (IS_CONTIGUOUS == null) {

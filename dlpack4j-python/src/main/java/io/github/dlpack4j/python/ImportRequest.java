@@ -3,7 +3,6 @@ package io.github.dlpack4j.python;
 import io.github.dlpack4j.Device;
 import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.ManagedTensor;
-import io.github.dlpack4j.python.interpreter.PythonThreads;
 import io.github.dlpack4j.python.protocol.ImportNegotiation;
 import java.util.Objects;
 
@@ -117,9 +116,6 @@ public final class ImportRequest {
      *                         {@code resolve_neg()}, {@code to_dense()}, {@code dequantize()})
      */
     public ManagedTensor importTensor() {
-        if (Thread.currentThread().isVirtual()) {
-            return PythonThreads.callUnchecked(negotiation::importTensor);
-        }
         return negotiation.importTensor();
     }
 }

@@ -4,7 +4,6 @@ import io.github.dlpack4j.DlpackExporter;
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.python.interpreter.Gil;
-import io.github.dlpack4j.python.interpreter.PythonThreads;
 import io.github.dlpack4j.python.protocol.ImportNegotiation;
 import io.github.dlpack4j.python.protocol.JavaTensorType;
 
@@ -39,9 +38,6 @@ public final class PythonDlpack {
      */
     public static ManagedTensor fromDlpack(PyObject source) {
         java.util.Objects.requireNonNull(source, "source");
-        if (Thread.currentThread().isVirtual()) {
-            return PythonThreads.callUnchecked(() -> ImportNegotiation.importTensor(source));
-        }
         return ImportNegotiation.importTensor(source);
     }
 

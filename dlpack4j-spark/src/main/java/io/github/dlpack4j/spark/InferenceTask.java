@@ -36,6 +36,8 @@ final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, Inte
     private final PythonModel model;
     private final int batchSize;
     private final InferenceMetrics metrics;
+    /** The output rows' schema. */
+    private final StructType outputSchema;
 
     InferenceTask(StructType rowsSchema, List<TensorColumn> packed, List<TensorColumn> inputs,
                   List<TensorColumn> passThrough, List<TensorColumn> outputs, String key, PythonModel model,
@@ -52,11 +54,11 @@ final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, Inte
         this.model = model;
         this.batchSize = batchSize;
         this.metrics = metrics;
-        TensorsToRows.of(written); // checks the output columns on the driver already
+        this.outputSchema = TensorsToRows.of(written).schema(); // checks the output columns on the driver already
     }
 
     StructType outputSchema() {
-        return TensorsToRows.of(written).schema();
+        return outputSchema;
     }
 
     @Override

@@ -1,6 +1,5 @@
 package io.github.dlpack4j.spark;
 
-import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 import io.github.dlpack4j.Tensor;
@@ -15,15 +14,13 @@ import io.github.dlpack4j.Tensor;
 public final class RowBatch implements AutoCloseable {
     private final List<TensorColumn> columns;
     private final Tensor[] tensors;
-    private final MemorySegment[] blocks;
     private final int rows;
     /** Nanoseconds the packing took, when it was timed; -1 otherwise. */
     private final long packNanos;
 
-    RowBatch(List<TensorColumn> columns, Tensor[] tensors, MemorySegment[] blocks, int rows, long packNanos) {
+    RowBatch(List<TensorColumn> columns, Tensor[] tensors, int rows, long packNanos) {
         this.columns = columns;
         this.tensors = tensors;
-        this.blocks = blocks;
         this.rows = rows;
         this.packNanos = packNanos;
     }
@@ -66,10 +63,6 @@ public final class RowBatch implements AutoCloseable {
                 + columns.stream().map(TensorColumn::name).toList());
     }
 
-    /** The native memory under {@code tensor(index)}, for reads while the batch is open. */
-    MemorySegment block(int index) {
-        return blocks[index];
-    }
 
     long packNanos() {
         return packNanos;

@@ -176,7 +176,7 @@ public final class RowsToTensors {
             throw e;
         }
         // The blocks hold every row and the shapes fit them: wrapping them cannot fail.
-        return new RowBatch(columns, wrap(blocks, n), blocks, n, nanos);
+        return new RowBatch(columns, wrap(blocks, n), n, nanos);
     }
 
     private long rowBytes(int c) {

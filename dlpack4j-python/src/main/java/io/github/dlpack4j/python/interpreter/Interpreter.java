@@ -68,6 +68,11 @@ public record Interpreter(String version, String executable, MemorySegment globa
         }
     }
 
+    /** {@return the major version, from {@code sys.version} ("3.12.1 (main, ...)")} */
+    int majorVersion() {
+        return Integer.parseInt(version.split("[. ]", 3)[0]);
+    }
+
     /** {@return the minor version, from {@code sys.version} ("3.12.1 (main, ...)")} */
     int minorVersion() {
         return Integer.parseInt(version.split("[. ]", 3)[1]);
@@ -101,8 +106,7 @@ public record Interpreter(String version, String executable, MemorySegment globa
         }
         NativeLibrary.bindPython(process);
         Interpreter p = Gil.with(() -> new Interpreter(sysString("version"), sysString("executable"), mainGlobals()));
-        String[] version = p.version.split("[. ]", 3); // "3.12.1 (main, ...)"
-        PythonLocator.checkVersion(Integer.parseInt(version[0]), Integer.parseInt(version[1]), "the host process");
+        PythonLocator.checkVersion(p.majorVersion(), p.minorVersion(), "the host process");
         Shutdown.installHook(false);
         Gil.with(() -> {
             HostedJvmExit.register(); // the host's Python outlives this JVM: let go of it in time

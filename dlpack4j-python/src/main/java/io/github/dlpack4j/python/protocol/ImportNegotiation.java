@@ -15,6 +15,7 @@ import io.github.dlpack4j.python.interpreter.Convert;
 import io.github.dlpack4j.python.interpreter.Gil;
 import io.github.dlpack4j.python.interpreter.PyErrors;
 import io.github.dlpack4j.python.interpreter.PyObjects;
+import io.github.dlpack4j.python.interpreter.PythonThreads;
 import io.github.dlpack4j.python.interpreter.Refs;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -132,6 +133,9 @@ public final class ImportNegotiation {
      * @throws DlpackException what {@link io.github.dlpack4j.python.ImportRequest#importTensor()} names
      */
     public ManagedTensor importTensor() {
+        if (Thread.currentThread().isVirtual()) { // a virtual thread never holds the GIL itself
+            return PythonThreads.callUnchecked(this::importTensor);
+        }
         // Gil.with spelled out: a hot path, and a lambda here would be one more allocation per import.
         int g = Gil.acquire();
         try {
@@ -154,6 +158,9 @@ public final class ImportNegotiation {
      * @throws DlpackException what {@link io.github.dlpack4j.python.ImportRequest#importTensor()} names
      */
     public static ManagedTensor importTensor(PyObject source) {
+        if (Thread.currentThread().isVirtual()) {
+            return PythonThreads.callUnchecked(() -> importTensor(source));
+        }
         int g = Gil.acquire();
         try {
             return importHoldingGil(null, source, DlpackStream.NONE, null, null);
