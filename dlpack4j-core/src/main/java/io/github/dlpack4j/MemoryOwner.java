@@ -6,6 +6,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.lang.ref.Cleaner;
+import java.util.function.Function;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -25,7 +26,8 @@ import java.util.concurrent.locks.LockSupport;
  *       before it frees anything: a read after release is an exception, never a segfault.</li>
  *   <li>Only when a caller asks for the raw {@link MemorySegment} ({@link Tensor#data()}, typed
  *       buffers) is a shared arena made for it, lazily, so that the JVM itself checks those accesses;
- *       only such tensors pay the handshake at release.</li>
+ *       only such tensors pay the handshake at release. {@link Tensor#withData} binds the memory to a
+ *       confined arena for one call instead, inside an access: its close needs no handshake.</li>
  * </ul>
  * The {@link SafetyNet} releases the owning handle's hold when every view of the memory is
  * unreachable and the handle was never closed.
@@ -91,6 +93,21 @@ final class MemoryOwner {
     }
 
     /**
+     * {@code body} applied to {@code t}'s bytes bound to a confined arena of the calling thread that
+     * closes when {@code body} returns: after it, or from another thread, the segment fails instead
+     * of reading. The caller holds {@link #enter()}, which keeps the memory from being released
+     * meanwhile; closing a confined arena needs no handshake. Lent memory keeps its lender's scope.
+     */
+    <R> R confined(Tensor t, Function<? super MemorySegment, ? extends R> body) {
+        if (life.borrowed) {
+            return body.apply(t.reachable(base));
+        }
+        try (Arena call = Arena.ofConfined()) {
+            return body.apply(t.reachable(base.reinterpret(call, null)));
+        }
+    }
+
+    /**
      * The counts and the release action, apart from the owner so that the cleaner can reach them;
      * running it releases the owner's hold (itself the cleaning action: no lambda per tensor). A
      * subclass may be the release action too ({@link #free()}), so that an import makes one object
@@ -100,6 +117,8 @@ final class MemoryOwner {
         private static final VarHandle HOLDERS;
         private static final VarHandle STATE;
         private static final int CLOSED = 1 << 31;
+        /** How long a release looks for in-flight accesses to end before it leaves the freeing to another thread. */
+        private static final int SPINS = 1000;
 
         static {
             try {
@@ -202,30 +221,47 @@ final class MemoryOwner {
             do {
                 s = (int) STATE.getVolatile(this);
             } while (!STATE.weakCompareAndSet(this, s, s | CLOSED));
-            for (int spins = 0; ((int) STATE.getVolatile(this) & ~CLOSED) != 0; spins++) {
-                if (spins < 1000) {
-                    Thread.onSpinWait();
-                } else {
-                    LockSupport.parkNanos(10_000);
-                }
-            }
-            // No lock: scoped() writes these between enter() and exit(), and the loop above saw every
-            // exit(), so those writes happen-before this read; no scoped() can enter any more.
-            Arena a = arena;
-            arena = null;
-            scoped = null;
-            if (a != null && !tryClose(a)) {
-                // A native call still holds a segment of the arena (it may even be the caller of
-                // this release, through an upcall): finish on another thread, never block here.
-                Thread.ofPlatform().daemon().name("dlpack4j-release").start(() -> {
-                    for (int attempt = 0; !tryClose(a); attempt++) {
-                        LockSupport.parkNanos(Math.min(10_000_000L, 10_000L << Math.min(attempt, 10)));
-                    }
-                    free();
-                });
+            if (accessesEnded(SPINS) && closeArena()) {
+                free();
                 return;
             }
-            free();
+            // An access is still in flight (it may be the caller's own: a close inside withData), or a
+            // native call holds a segment of the arena (it may even be the caller of this release,
+            // through an upcall): finish on another thread, never block here.
+            Thread.ofPlatform().daemon().name("dlpack4j-release").start(() -> {
+                for (int attempt = 0; !(accessesEnded(0) && closeArena()); attempt++) {
+                    LockSupport.parkNanos(Math.min(10_000_000L, 10_000L << Math.min(attempt, 10)));
+                }
+                free();
+            });
+        }
+
+        /** Whether no access is in flight, looking {@code spins} more times before saying no. */
+        private boolean accessesEnded(int spins) {
+            for (int i = 0; ((int) STATE.getVolatile(this) & ~CLOSED) != 0; i++) {
+                if (i >= spins) {
+                    return false;
+                }
+                Thread.onSpinWait();
+            }
+            return true;
+        }
+
+        /**
+         * Closes the shared arena of {@link #scoped}, if any; false while a native call holds it. Only
+         * after {@link #accessesEnded}: scoped() writes the fields between enter() and exit(), so
+         * every exit() seen makes its writes visible here, and no scoped() can enter any more.
+         */
+        private boolean closeArena() {
+            Arena a = arena;
+            if (a != null) {
+                if (!tryClose(a)) {
+                    return false;
+                }
+                arena = null;
+                scoped = null;
+            }
+            return true;
         }
 
         private static boolean tryClose(Arena a) {

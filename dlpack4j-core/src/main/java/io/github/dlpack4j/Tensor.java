@@ -22,6 +22,7 @@ import java.nio.ShortBuffer;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.Function;
 
 /**
  * An n-dimensional array over native memory: the Java side of every DLPack exchange.
@@ -447,9 +448,16 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
     /**
      * Exactly the bytes the elements reach, from the lowest to the highest address. The segment is
      * checked by the JVM: once the memory is released, access to it throws
-     * {@link IllegalStateException}. Read-only tensors give a read-only segment. Keep the tensor
-     * (or its owner) reachable while you use the segment: an owner that was never closed is released
-     * by the cleaner once unreachable, and the segment then fails, safely, like a closed one.
+     * {@link IllegalStateException}, on every thread. Read-only tensors give a read-only segment. Keep
+     * the tensor (or its owner) reachable while you use the segment: an owner that was never closed is
+     * released by the cleaner once unreachable, and the segment then fails, safely, like a closed one.
+     *
+     * <p><b>What it costs.</b> The first {@code data()} of a block of memory binds it to a shared
+     * {@code Arena}, and releasing that memory closes the arena: the JVM then makes every thread
+     * agree that none is inside an access (a handshake, tens of microseconds, more with many
+     * threads). That is what lets the segment go to other threads and be kept. To read or write the
+     * memory on one thread, for the length of a call, {@link #withData} costs no handshake: prefer it
+     * for per-request work on imported tensors.
      *
      * @return a segment over the tensor's memory, not a copy
      * @throws IllegalStateException         if the tensor is closed
@@ -457,7 +465,57 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      */
     public MemorySegment data() {
         checkHost();
-        MemorySegment seg = scopedBase();
+        checkOpen();
+        return reachable(memory.scopedBase());
+    }
+
+    /**
+     * Runs {@code body} with exactly the bytes the elements reach (the segment {@link #data()} would
+     * give) and returns what it returns: raw access at the cost of an element read, for work done on
+     * the calling thread within the call.
+     *
+     * <p>While {@code body} runs, the memory stays allocated: a {@link #close()} from another thread
+     * (or the release of the last export) waits for it, and the memory is freed only after
+     * {@code body} returned, so a native call that {@code body} makes with the segment is safe. The
+     * segment is confined: it belongs to the calling thread and to the call. Used after
+     * {@code body} returned, it throws {@link IllegalStateException}; used from another thread, even
+     * during the call, it throws {@link WrongThreadException}; it never reads released memory. A
+     * {@code close()} of this tensor inside {@code body} is allowed: the memory goes once
+     * {@code body} is done.
+     *
+     * <p>Use {@link #data()} instead when the segment must outlive the call or be shared with other
+     * threads (a {@code BufferedImage} over the tensor, a buffer handed to a pool); it pays a thread
+     * handshake once, when the memory is released. Memory lent by {@link #wrap} keeps its lender's
+     * scope in both.
+     *
+     * {@snippet :
+     * float sum = tensor.withData(bytes -> {
+     *     float s = 0;
+     *     for (long i = 0; i < bytes.byteSize(); i += 4) {
+     *         s += bytes.get(ValueLayout.JAVA_FLOAT_UNALIGNED, i);
+     *     }
+     *     return s;
+     * });
+     * }
+     *
+     * @param <R>  what {@code body} computes
+     * @param body the work on the tensor's bytes, a read-only segment for a read-only tensor
+     * @return what {@code body} returned
+     * @throws IllegalStateException         if the tensor is closed
+     * @throws UnsupportedOperationException if the tensor lives on a device the CPU cannot address
+     */
+    public <R> R withData(Function<? super MemorySegment, ? extends R> body) {
+        Objects.requireNonNull(body, "body");
+        MemoryOwner m = enterRead();
+        try {
+            return m.confined(this, body);
+        } finally {
+            m.exit();
+        }
+    }
+
+    /** The bytes the elements reach within {@code seg} (the memory's base, in some scope); read-only if the tensor is. */
+    MemorySegment reachable(MemorySegment seg) {
         MemorySegment slice;
         if (numel == 0) {
             slice = seg.asSlice(0, 0);
@@ -468,11 +526,6 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
             slice = seg.asSlice(offset + e.minByte(), e.endByte() - e.minByte());
         }
         return readOnly ? slice.asReadOnly() : slice;
-    }
-
-    private MemorySegment scopedBase() {
-        checkOpen();
-        return memory.scopedBase();
     }
 
     // ---------------------------------------------------------------- typed zero-copy access
