@@ -8,6 +8,8 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -101,31 +103,79 @@ public class PythonCallBench {
             }
         }
         if (name.endsWith(".javaCallsPythonFromAVirtualThread")) {
-            long bestPlatform = Long.MAX_VALUE;
-            long bestVirtual = Long.MAX_VALUE;
             try {
-                for (int round = 0; round < 5; round++) {
-                    long t0 = System.nanoTime();
-                    for (int i = 0; i < 20; i++) {
-                        calls(false, 1000);
-                    }
-                    long t1 = System.nanoTime();
-                    for (int i = 0; i < 20; i++) {
-                        fromAVirtualThread(1000);
-                    }
-                    long t2 = System.nanoTime();
-                    bestPlatform = Math.min(bestPlatform, t1 - t0);
-                    bestVirtual = Math.min(bestVirtual, t2 - t1);
-                }
+                printHop("virtualThreadHop", 0);
+                // Load: platform threads that keep a core busy in this process, as another program would.
+                printHop("virtualThreadHopUnderLoad", 1);
+                printHop("virtualThreadHopUnderLoad", 2);
+                printIdleCpu();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-            System.out.printf("%n[in-fork] virtualThreadHop: f.invoke() from a platform thread %.1f ns, from a virtual "
-                    + "thread %.1f ns: the hop %.2f us%n", bestPlatform / 20_000.0, bestVirtual / 20_000.0,
-                    (bestVirtual - bestPlatform) / 20_000.0 / 1000);
         }
         f.close();
         loop.close();
+    }
+
+    /**
+     * The hop timed in this process: the best of five rounds of 20,000 calls from a platform thread
+     * and from a virtual thread, in turns, while {@code busy} other threads spin.
+     */
+    private void printHop(String label, int busy) throws InterruptedException {
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        List<Thread> spinners = new ArrayList<>();
+        for (int i = 0; i < busy; i++) {
+            spinners.add(Thread.ofPlatform().daemon().start(() -> {
+                long x = 0;
+                while (!stop.get()) {
+                    x += System.nanoTime() & 1;
+                }
+                busySink += x;
+            }));
+        }
+        long bestPlatform = Long.MAX_VALUE;
+        long bestVirtual = Long.MAX_VALUE;
+        try {
+            for (int round = 0; round < 5; round++) {
+                long t0 = System.nanoTime();
+                for (int i = 0; i < 20; i++) {
+                    calls(false, 1000);
+                }
+                long t1 = System.nanoTime();
+                for (int i = 0; i < 20; i++) {
+                    fromAVirtualThread(1000);
+                }
+                long t2 = System.nanoTime();
+                bestPlatform = Math.min(bestPlatform, t1 - t0);
+                bestVirtual = Math.min(bestVirtual, t2 - t1);
+            }
+        } finally {
+            stop.set(true);
+            for (Thread t : spinners) {
+                t.join();
+            }
+        }
+        System.out.printf("%n[in-fork] %s: %d busy threads on %d cores, f.invoke() from a platform thread %.1f ns, "
+                        + "from a virtual thread %.1f ns: the hop %.2f us%n", label, busy,
+                Runtime.getRuntime().availableProcessors(), bestPlatform / 20_000.0, bestVirtual / 20_000.0,
+                (bestVirtual - bestPlatform) / 20_000.0 / 1000);
+    }
+
+    private static volatile long busySink;
+
+    /** The CPU time of this process, and of the pool's threads, over 10 s without calls. */
+    private static void printIdleCpu() throws InterruptedException {
+        var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        var threads = java.lang.management.ManagementFactory.getThreadMXBean();
+        java.util.function.LongSupplier pool = () -> Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().startsWith("dlpack4j-python-"))
+                .mapToLong(t -> Math.max(0, threads.getThreadCpuTime(t.threadId()))).sum();
+        Thread.sleep(100);
+        long process0 = os.getProcessCpuTime();
+        long pool0 = pool.getAsLong();
+        Thread.sleep(10_000);
+        System.out.printf("%n[in-fork] idlePool: 10 s without calls: process CPU %.1f ms, the pool's threads %.2f ms%n",
+                (os.getProcessCpuTime() - process0) / 1e6, (pool.getAsLong() - pool0) / 1e6);
     }
 
     /** {@code n} calls of {@code f}: {@code invoke}, or {@code call} with the result closed. */

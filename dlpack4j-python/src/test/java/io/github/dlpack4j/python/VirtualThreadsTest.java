@@ -224,6 +224,51 @@ class VirtualThreadsTest {
     }
 
     @Test
+    void callsSpacedWiderThanThePoolsLookingTimeAllComeBackFromEightVirtualThreadsAtOnce() throws Exception {
+        // Each gap outlasts the pool's spin (its threads park) or not: the hand-over that wakes a
+        // parked thread, and the one that finds a thread looking, both taken thousands of times.
+        try (PyObject f = PY.eval("lambda x: x + 1");
+             ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            List<Future<Long>> futures = new ArrayList<>();
+            for (int t = 0; t < 8; t++) {
+                int seed = t;
+                futures.add(threads.submit(() -> {
+                    long sum = 0;
+                    for (int i = 0; i < 1500; i++) {
+                        try (PyObject r = f.call(i)) {
+                            sum += r.asLong();
+                        }
+                        if ((i + seed) % 3 == 0) {
+                            Thread.sleep(0, 100_000); // about 0.1 ms: longer than the pool looks for work
+                        }
+                    }
+                    return sum;
+                }));
+            }
+            for (Future<Long> fu : futures) {
+                assertThat(fu.get(120, TimeUnit.SECONDS)).isEqualTo(1500L * 1501 / 2);
+            }
+        }
+    }
+
+    @Test
+    void anIdlePoolUsesNoCpu() throws Exception {
+        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            threads.submit(() -> PY.exec("pass")).get(30, TimeUnit.SECONDS); // the pool has started
+        }
+        Thread.sleep(200); // longer than any thread of the pool looks for work before it parks
+        long before = processCpuNanos();
+        Thread.sleep(1000);
+        // One thread looking for work without a pause would take the whole second.
+        assertThat(processCpuNanos() - before).as("CPU ns of this process in a second without calls")
+                .isLessThan(100_000_000L);
+    }
+
+    private static long processCpuNanos() {
+        return ProcessHandle.current().info().totalCpuDuration().orElseThrow().toNanos();
+    }
+
+    @Test
     void pythonStartedFromAVirtualThreadRunsAndExitsCleanly() throws Exception {
         Run run = startFromAVirtualThreadInAFreshJvm("1");
         assertThat(run.exit()).as(run.output()).isZero();

@@ -1,6 +1,6 @@
 package io.github.dlpack4j.python.interpreter;
 
-import java.util.concurrent.LinkedTransferQueue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
@@ -21,18 +21,31 @@ import java.util.concurrent.locks.LockSupport;
  * {@code withGil} bodies block. Work waits for a free thread in arrival order. As with the GIL
  * itself, a body that waits for another virtual thread's call while every pool thread is busy
  * deadlocks; make the pool larger than the number of bodies that can wait at once.
+ *
+ * <p><b>The hand-over.</b> Waking a parked thread costs several microseconds, and twice per call
+ * (the pool thread, then the virtual thread) it would be most of a short call's cost. So an idle
+ * pool thread keeps looking for work for {@value #WORKER_SPIN_NANOS} ns before it parks, and a
+ * waiting virtual thread looks for its result for {@value #WAITER_SPIN_NANOS} ns: back-to-back
+ * calls never park. At most one pool thread looks at a time (the others park at once), and work is
+ * handed to a parked thread only when none is looking: two threads spinning on a 2-core machine
+ * would take the core the caller needs, and a queue that gives new work to its oldest waiter (a
+ * parked thread) while another spins for it made every call pay a wake-up. Time, not a count of
+ * spins, bounds the looking (a spin's length differs tenfold between processors); a pool with no
+ * calls parks within that time and then costs no CPU.
  */
 public final class PythonThreads {
     /** The system property that sets the pool's size. */
     public static final String SIZE_PROPERTY = "dlpack4j.python.threads";
-    /**
-     * How often an idle pool thread looks for work before it parks, and a waiting virtual thread for
-     * its result (each a few microseconds): a short call then costs no wake-up of a parked thread
-     * (each about 5 µs here, twice per hop), while a long one costs that much spinning only.
-     */
-    private static final int SPINS = 200;
+    /** How long an idle pool thread looks for work before it parks. */
+    static final long WORKER_SPIN_NANOS = 50_000;
+    /** How long a virtual thread looks for its result before it parks. */
+    static final long WAITER_SPIN_NANOS = 20_000;
 
-    private static final LinkedTransferQueue<Hop<?>> QUEUE = new LinkedTransferQueue<>();
+    private static final ConcurrentLinkedQueue<Hop<?>> QUEUE = new ConcurrentLinkedQueue<>();
+    /** Parked pool threads, the next to wake first. */
+    private static final ConcurrentLinkedQueue<Thread> PARKED = new ConcurrentLinkedQueue<>();
+    /** 1 while a pool thread looks for work without parking, else 0. */
+    private static final AtomicInteger SPINNING = new AtomicInteger();
     private static final AtomicInteger STARTED = new AtomicInteger();
     /** The pool's size once read (0 before). */
     private static volatile int size;
@@ -96,9 +109,17 @@ public final class PythonThreads {
     public static <T> T call(Gil.Body<T> body) throws Throwable {
         startPool();
         Hop<T> hop = new Hop<>(body, Thread.currentThread());
-        QUEUE.put(hop);
-        for (int i = 0; i < SPINS && !hop.done; i++) {
-            Thread.onSpinWait();
+        QUEUE.offer(hop);
+        // Read after the offer; a pool thread that stops looking clears it before it looks at the
+        // queue once more, so that one of the two always sees the other's write.
+        if (SPINNING.get() == 0) {
+            wakeOne();
+        }
+        if (!hop.done) {
+            long deadline = System.nanoTime() + WAITER_SPIN_NANOS;
+            for (int i = 1; !hop.done && (i % 64 != 0 || System.nanoTime() - deadline < 0); i++) {
+                Thread.onSpinWait();
+            }
         }
         boolean interrupted = false;
         while (!hop.done) {
@@ -136,27 +157,50 @@ public final class PythonThreads {
         }
     }
 
-    private static void work() {
-        while (true) {
-            Hop<?> hop = next();
-            run(hop);
+    /** Unparks the pool thread that parked first, if any. */
+    private static void wakeOne() {
+        Thread t = PARKED.poll();
+        if (t != null) {
+            LockSupport.unpark(t);
         }
     }
 
+    private static void work() {
+        while (true) {
+            run(next());
+        }
+    }
+
+    /** The next piece of work: taken at once, looked for a while (by one pool thread at a time), or waited for parked. */
     private static Hop<?> next() {
-        for (int i = 0; i < SPINS; i++) {
+        Thread me = Thread.currentThread();
+        while (true) {
             Hop<?> h = QUEUE.poll();
             if (h != null) {
                 return h;
             }
-            Thread.onSpinWait();
-        }
-        while (true) {
-            try {
-                return QUEUE.take();
-            } catch (InterruptedException ignored) {
-                // pool threads are never meant to stop; an interrupt from outside is ignored
+            if (SPINNING.compareAndSet(0, 1)) {
+                long deadline = System.nanoTime() + WORKER_SPIN_NANOS;
+                for (int i = 1; h == null && (i % 64 != 0 || System.nanoTime() - deadline < 0); i++) {
+                    Thread.onSpinWait();
+                    h = QUEUE.poll();
+                }
+                SPINNING.set(0);
+                // Work offered while this thread was looking woke no one: hand what is left to another.
+                if (!QUEUE.isEmpty()) {
+                    wakeOne();
+                }
+                if (h != null) {
+                    return h;
+                }
             }
+            // Queued, then the queue read once more: work offered before this thread could be woken is seen here.
+            PARKED.offer(me);
+            if (QUEUE.isEmpty()) {
+                LockSupport.park(PythonThreads.class);
+            }
+            PARKED.remove(me); // after a spurious wake-up, or work seen above (a wake meant for it is then harmless)
+            Thread.interrupted(); // pool threads are never meant to stop; an interrupt from outside is ignored
         }
     }
 
