@@ -168,9 +168,9 @@ public class PythonCallBench {
         var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
         var threads = java.lang.management.ManagementFactory.getThreadMXBean();
         java.util.function.LongSupplier pool = () -> Thread.getAllStackTraces().keySet().stream()
-                .filter(t -> t.getName().startsWith("dlpack4j-python-"))
+                .filter(t -> t.getName().matches("dlpack4j-python-[0-9]+"))
                 .mapToLong(t -> Math.max(0, threads.getThreadCpuTime(t.threadId()))).sum();
-        Thread.sleep(100);
+        Thread.sleep(1_500); // past the pool's looking and the release flusher's last look
         long process0 = os.getProcessCpuTime();
         long pool0 = pool.getAsLong();
         Thread.sleep(10_000);

@@ -55,6 +55,21 @@ class DeferredDeleterTest {
     }
 
     @Test
+    void anArrayClosedWithoutTheGilAfterASecondOfQuietIsStillReleasedWithNoOtherPythonCall() throws Exception {
+        CountDownLatch released = new CountDownLatch(1);
+        try (PyObject signal = PY.function(args -> {
+            released.countDown();
+            return null;
+        })) {
+            PY.setGlobal("signal_released", signal);
+            ManagedTensor m = importOf("(lambda a: (weakref.finalize(a, signal_released), a)[1])(np.arange(1000.0))");
+            Thread.sleep(1_500); // nothing queued for longer than the flusher looks: it parks until woken
+            onThreadWithoutGil(m::close);
+            assertThat(released.await(5, TimeUnit.SECONDS)).as("numpy's array released").isTrue();
+        }
+    }
+
+    @Test
     void closeDoesNotWaitForTheGilThatAnotherThreadHolds() throws Exception {
         ManagedTensor m = importOf("np.arange(10.0)");
         CountDownLatch inScope = new CountDownLatch(1);

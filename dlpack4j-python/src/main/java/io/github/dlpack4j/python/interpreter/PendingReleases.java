@@ -28,8 +28,16 @@ public final class PendingReleases {
     /** The most deleters queued (tensors whose bytes are counted low, slices of a large array, still hold memory). */
     public static final int MAX_DELETERS = 256;
     private static final long FLUSH_DELAY_NANOS = 20_000_000L;
+    /** Empty looks in a row (a second's worth) after which the flusher parks until something is queued. */
+    private static final int IDLE_LOOKS = 50;
     private static final VarHandle HEAD;
     private static final Thread FLUSHER = Thread.ofPlatform().daemon().name("dlpack4j-python-release").unstarted(PendingReleases::flushLoop);
+
+    /**
+     * Set by the flusher before it parks for good, so that a process with nothing queued uses no
+     * CPU; the first thing queued after it wakes it. Read only by a push onto an empty queue.
+     */
+    private static volatile boolean flusherAsleep;
 
     /** The top of the stack; null when nothing is queued. */
     @SuppressWarnings("unused") // through HEAD
@@ -71,6 +79,17 @@ public final class PendingReleases {
             n.deletersBelow = h == null ? 0 : h.deletersBelow;
             n.bytesBelow = h == null ? 0 : h.bytesBelow;
         } while (!HEAD.compareAndSet(h, n));
+        if (h == null) {
+            wakeAsleepFlusher();
+        }
+    }
+
+    /** After a push onto an empty queue: wakes the flusher if it parked for good (once, not per push). */
+    private static void wakeAsleepFlusher() {
+        if (flusherAsleep) {
+            flusherAsleep = false;
+            LockSupport.unpark(FLUSHER);
+        }
     }
 
     /**
@@ -95,6 +114,8 @@ public final class PendingReleases {
         } while (!HEAD.compareAndSet(h, n));
         if (over) {
             LockSupport.unpark(FLUSHER);
+        } else if (h == null) {
+            wakeAsleepFlusher();
         }
         return true;
     }
@@ -134,9 +155,21 @@ public final class PendingReleases {
     private static final Runnable NOTHING = () -> { };
 
     private static void flushLoop() {
+        int idle = 0;
         while (true) {
             LockSupport.parkNanos(FLUSH_DELAY_NANOS); // callers usually drain it for free first
+            if (head == null && ++idle >= IDLE_LOOKS) {
+                // Raised before the queue is read once more, and a push reads it after its own
+                // write: a push that this read misses sees the flag and wakes the flusher.
+                flusherAsleep = true;
+                if (head == null) {
+                    LockSupport.park(PendingReleases.class);
+                }
+                flusherAsleep = false;
+                idle = 0;
+            }
             if (head != null) {
+                idle = 0;
                 try {
                     Gil.runOwnHold(NOTHING); // taking the GIL drains
                 } catch (Throwable t) {

@@ -166,21 +166,32 @@ public final class PythonThreads {
     }
 
     private static void work() {
+        boolean looking = false;
         while (true) {
-            run(next());
+            looking = run(next(looking));
         }
     }
 
-    /** The next piece of work: taken at once, looked for a while (by one pool thread at a time), or waited for parked. */
-    private static Hop<?> next() {
+    /**
+     * The next piece of work: taken at once, looked for a while (by one pool thread at a time), or
+     * waited for parked.
+     *
+     * @param looking this thread holds {@link #SPINNING} already (it claimed it as it finished a call)
+     */
+    private static Hop<?> next(boolean looking) {
         Thread me = Thread.currentThread();
         while (true) {
-            Hop<?> h = QUEUE.poll();
-            if (h != null) {
-                return h;
+            if (!looking) {
+                Hop<?> h = QUEUE.poll();
+                if (h != null) {
+                    return h;
+                }
+                looking = SPINNING.compareAndSet(0, 1);
             }
-            if (SPINNING.compareAndSet(0, 1)) {
+            if (looking) {
+                looking = false;
                 long deadline = System.nanoTime() + WORKER_SPIN_NANOS;
+                Hop<?> h = QUEUE.poll();
                 for (int i = 1; h == null && (i % 64 != 0 || System.nanoTime() - deadline < 0); i++) {
                     Thread.onSpinWait();
                     h = QUEUE.poll();
@@ -204,14 +215,20 @@ public final class PythonThreads {
         }
     }
 
-    private static <T> void run(Hop<T> hop) {
+    /**
+     * Runs {@code hop} and hands back what it gave; returns whether this thread then holds
+     * {@link #SPINNING}. It claims the looking before the caller learns the result: a caller's next
+     * call, often right after, then finds a thread looking for it and wakes no other.
+     */
+    private static <T> boolean run(Hop<T> hop) {
         try {
             hop.result = hop.body.run();
         } catch (Throwable t) {
             hop.failure = t;
-        } finally {
-            hop.done = true;
-            LockSupport.unpark(hop.waiter);
         }
+        boolean looking = SPINNING.compareAndSet(0, 1);
+        hop.done = true;
+        LockSupport.unpark(hop.waiter);
+        return looking;
     }
 }
