@@ -489,13 +489,15 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * scope in both.
      *
      * {@snippet :
-     * float sum = tensor.withData(bytes -> {
-     *     float s = 0;
-     *     for (long i = 0; i < bytes.byteSize(); i += 4) {
-     *         s += bytes.get(ValueLayout.JAVA_FLOAT_UNALIGNED, i);
-     *     }
-     *     return s;
-     * });
+     * try (Tensor t = Tensor.of(new float[] {1, 2, 3})) {
+     *     float sum = t.withData(bytes -> {
+     *         float s = 0;
+     *         for (long i = 0; i < bytes.byteSize(); i += 4) {
+     *             s += bytes.get(ValueLayout.JAVA_FLOAT_UNALIGNED, i);  // 6.0
+     *         }
+     *         return s;
+     *     });
+     * }
      * }
      *
      * @param <R>  what {@code body} computes

@@ -290,6 +290,22 @@ final class ModelRunner implements AutoCloseable {
                 modelErrors.get(), batchedRows.get(), largestBatch.get());
     }
 
+    /** The requests' rows, one after the other, into {@code in} (no GIL needed). */
+    private static Void copyRows(List<Job> batch, long rowBytes, MemorySegment in) {
+        long at = 0;
+        for (Job j : batch) {
+            Work w = j.work;
+            long n = w.rows() * rowBytes;
+            if (w.values() != null) {
+                MemorySegment.copy(w.values(), 0, in, ValueLayout.JAVA_FLOAT_UNALIGNED, at, (int) (n / Float.BYTES));
+            } else {
+                MemorySegment.copy(w.bytes(), w.offset(), in, ValueLayout.JAVA_BYTE, at, (int) n);
+            }
+            at += n;
+        }
+        return null;
+    }
+
     /** The input buffer of one thread for one model: a native tensor torch views, and views of its first rows. */
     private final class Lane implements AutoCloseable {
         final Tensor buffer;
@@ -424,25 +440,13 @@ final class ModelRunner implements AutoCloseable {
         float[][] outputs = new float[batch.size()][];
         Tensor own = null;
         try {
-            MemorySegment in;
             if (rows <= lane.rowViews.length - 1) {
-                in = lane.data;
+                copyRows(batch, lane.rowBytes, lane.data);
             } else {
                 long[] shape = m.spec.input().shape().clone();
                 shape[0] = rows;
                 own = Tensor.zeros(DataType.FLOAT32, shape);
-                in = own.data();
-            }
-            long at = 0;
-            for (Job j : batch) {   // the requests' rows, one after the other (no GIL needed)
-                Work w = j.work;
-                long n = w.rows() * lane.rowBytes;
-                if (w.values() != null) {
-                    MemorySegment.copy(w.values(), 0, in, ValueLayout.JAVA_FLOAT_UNALIGNED, at, (int) (n / Float.BYTES));
-                } else {
-                    MemorySegment.copy(w.bytes(), w.offset(), in, ValueLayout.JAVA_BYTE, at, (int) n);
-                }
-                at += n;
+                own.withData(in -> copyRows(batch, lane.rowBytes, in));
             }
             long total = rows;
             Tensor ownInput = own;
@@ -467,14 +471,12 @@ final class ModelRunner implements AutoCloseable {
                             throw new ModelException("the model's output has shape " + Arrays.toString(shape)
                                     + ", not [" + total + ", ...] of " + out.rowElements() + " per row", null);
                         }
-                        // torch's memory read in place into the answers: toFloatArray copies it out with one
-                        // bulk copy (Tensor.data() would make a shared arena per import, whose close costs
-                        // tens of microseconds)
-                        float[] all = t.toFloatArray();
-                        int from = 0;
+                        // torch's memory read in place into the answers: each request's rows copied out
+                        // with one bulk copy, straight from torch's memory
+                        long from = 0;
                         for (int i = 0; i < outputs.length; i++) {
-                            int n = (int) (batch.get(i).work.rows() * out.rowElements());
-                            outputs[i] = outputs.length == 1 ? all : Arrays.copyOfRange(all, from, from + n);
+                            long n = batch.get(i).work.rows();
+                            outputs[i] = outputs.length == 1 ? t.toFloatArray() : t.slice(0, from, from + n, 1).toFloatArray();
                             from += n;
                         }
                     }

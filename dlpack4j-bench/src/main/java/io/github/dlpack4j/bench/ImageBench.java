@@ -177,7 +177,10 @@ public class ImageBench {
 
     static long bulkCopy(MemorySegment raw) {
         try (Tensor t = Tensor.zeros(DataType.UINT8, raw.byteSize())) {
-            MemorySegment.copy(raw, 0, t.data(), 0, raw.byteSize());
+            t.withData(into -> {
+                MemorySegment.copy(raw, 0, into, 0, raw.byteSize());
+                return null;
+            });
             return t.dataPointer();
         }
     }

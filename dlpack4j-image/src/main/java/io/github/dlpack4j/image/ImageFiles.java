@@ -103,7 +103,10 @@ final class ImageFiles {
         byte[] bytes = ((DataBufferByte) decoded.getRaster().getDataBuffer()).getData();
         Tensor t = Tensor.zeros(DataType.UINT8, height, width, channels);
         try {
-            MemorySegment.copy(bytes, 0, t.data(), ValueLayout.JAVA_BYTE, 0, bytes.length);
+            t.withData(pixels -> {
+                MemorySegment.copy(bytes, 0, pixels, ValueLayout.JAVA_BYTE, 0, bytes.length);
+                return null;
+            });
         } catch (RuntimeException | Error e) {
             t.close();
             throw e;

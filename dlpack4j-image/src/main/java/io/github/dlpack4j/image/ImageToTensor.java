@@ -134,13 +134,15 @@ final class ImageToTensor {
         Rows rows = rowsOf(image, cm, channels, order);
         Tensor t = Tensor.zeros(DataType.UINT8, height, width, channels);
         try {
-            MemorySegment pixels = t.data();
-            byte[] row = new byte[width * channels];
-            long rowBytes = row.length;
-            for (int y = 0; y < height; y++) {
-                rows.read(y, row);
-                MemorySegment.copy(row, 0, pixels, ValueLayout.JAVA_BYTE, y * rowBytes, row.length);
-            }
+            t.withData(pixels -> {
+                byte[] row = new byte[width * channels];
+                long rowBytes = row.length;
+                for (int y = 0; y < height; y++) {
+                    rows.read(y, row);
+                    MemorySegment.copy(row, 0, pixels, ValueLayout.JAVA_BYTE, y * rowBytes, row.length);
+                }
+                return null;
+            });
         } catch (RuntimeException | Error e) {
             t.close();
             throw e;

@@ -79,7 +79,10 @@ final class OrtOutputs {
             return Tensor.wrap(data, 0, dtype, shape, RowMajor.strides(shape), t::close);
         }
         Tensor copy = Tensor.zeros(dtype, shape);
-        MemorySegment.copy(MemorySegment.ofBuffer(t.getByteBuffer()), 0, copy.data(), 0, bytes);
+        copy.withData(into -> {
+            MemorySegment.copy(MemorySegment.ofBuffer(t.getByteBuffer()), 0, into, 0, bytes);
+            return null;
+        });
         t.close();
         return copy;
     }
