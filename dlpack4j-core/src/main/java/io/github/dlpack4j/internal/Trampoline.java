@@ -180,8 +180,7 @@ public final class Trampoline {
      * @throws IllegalStateException if the system refuses the mapping or the protection
      */
     private static void mapPages() {
-        Native n = Native.INSTANCE;
-        long base = n.mmap(2L * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
+        long base = Libc.mmap(2L * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
         // Sound: mmap gave these two pages to nobody else, and nothing ever unmaps them.
         MemorySegment pages = MemorySegment.ofAddress(base).reinterpret(2L * PAGE);
         MemorySegment code = pages.asSlice(0, PAGE);
@@ -189,7 +188,9 @@ public final class Trampoline {
         for (int i = 0; i < PER_PAGE; i++) {
             writeCode(code.asSlice((long) i * CODE_SLOT, CODE_SLOT), words.address() + (long) i * WORDS_SLOT);
         }
-        n.mprotect(code.address(), PAGE, PROT_READ | PROT_EXEC);
+        // Written while writable and not executable; from here on executable and never writable again.
+        // No trampoline of the page is handed out before this (claimSlot runs after mapPages returns).
+        Libc.mprotect(code.address(), PAGE, PROT_READ | PROT_EXEC);
         codePage = code;
         wordsPage = words;
         taken = 0;
@@ -211,14 +212,15 @@ public final class Trampoline {
      */
     private static void writeCode(MemorySegment slot, long words) {
         slot.fill((byte) 0xCC); // int3 after the code: a jump into the padding traps
-        int at = 0;
-        at = put(slot, at, 0x49, 0xBB);
-        slot.set(JAVA_LONG_UNALIGNED, at, words); // an immediate sits wherever its instruction puts it
-        at += 8;
-        at = put(slot, at, 0x4D, 0x8B, 0x1B, 0x4D, 0x85, 0xDB, 0x74, 0x03, 0x41, 0xFF, 0xE3, 0x48, 0xB8);
-        slot.set(JAVA_LONG_UNALIGNED, at, words + 8);
-        at += 8;
-        put(slot, at, 0x48, 0x8B, 0x00, 0xC3);
+        int at = put(slot, 0, 0x49, 0xBB);         // movabs r11, imm64
+        at = putWord(slot, at, words);
+        at = put(slot, at, 0x4D, 0x8B, 0x1B);      // mov r11, [r11]
+        at = put(slot, at, 0x4D, 0x85, 0xDB);      // test r11, r11
+        at = put(slot, at, 0x74, 0x03);            // jz off (over the next 3 bytes)
+        at = put(slot, at, 0x41, 0xFF, 0xE3);      // jmp r11
+        at = put(slot, at, 0x48, 0xB8);            // off: movabs rax, imm64
+        at = putWord(slot, at, words + 8);
+        put(slot, at, 0x48, 0x8B, 0x00, 0xC3);     // mov rax, [rax]; ret
     }
 
     private static int put(MemorySegment slot, int at, int... bytes) {
@@ -226,6 +228,12 @@ public final class Trampoline {
             slot.set(JAVA_BYTE, at++, (byte) b);
         }
         return at;
+    }
+
+    /** An instruction's 64-bit immediate, little-endian, wherever the instruction puts it. */
+    private static int putWord(MemorySegment slot, int at, long value) {
+        slot.set(JAVA_LONG_UNALIGNED, at, value);
+        return at + 8;
     }
 
     /** {@return the function pointer to hand to C} */
@@ -272,28 +280,25 @@ public final class Trampoline {
         return MADE;
     }
 
-    /** {@code mmap} and {@code mprotect} of the C library, with {@code errno} for the message. */
-    private record Native(MethodHandle mmap, MethodHandle mprotect, StructLayout state) {
-        static final Native INSTANCE = create();
+    /** {@code mmap} and {@code mprotect} of the C library, with {@code errno} for the message; made on first use. */
+    private static final class Libc {
+        private static final Linker LINKER = Linker.nativeLinker();
+        private static final StructLayout STATE = Linker.Option.captureStateLayout();
+        private static final VarHandle ERRNO = STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+        private static final MethodHandle MMAP = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("mmap"),
+                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG),
+                Linker.Option.captureCallState("errno"));
+        private static final MethodHandle MPROTECT = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("mprotect"),
+                FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT), Linker.Option.captureCallState("errno"));
 
-        private static Native create() {
-            Linker linker = Linker.nativeLinker();
-            StructLayout state = Linker.Option.captureStateLayout();
-            Linker.Option errno = Linker.Option.captureCallState("errno");
-            return new Native(
-                    linker.downcallHandle(linker.defaultLookup().findOrThrow("mmap"), FunctionDescriptor.of(JAVA_LONG,
-                            JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG), errno),
-                    linker.downcallHandle(linker.defaultLookup().findOrThrow("mprotect"),
-                            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT), errno),
-                    state);
-        }
-
-        long mmap(long size, int prot, int flags) {
+        /** A new private anonymous mapping of {@code size} bytes; its address. */
+        static long mmap(long size, int prot, int flags) {
             try (Arena arena = Arena.ofConfined()) {
-                MemorySegment s = arena.allocate(state);
-                long p = (long) mmap.invokeExact(s, 0L, size, prot, flags, -1, 0L);
+                MemorySegment state = arena.allocate(STATE);
+                long p = (long) MMAP.invokeExact(state, 0L, size, prot, flags, -1, 0L);
                 if (p == MAP_FAILED) {
-                    throw new IllegalStateException("mmap of " + size + " bytes for trampolines failed: errno " + errno(s));
+                    throw new IllegalStateException("mmap of " + size + " bytes for trampolines failed: errno "
+                            + (int) ERRNO.get(state, 0L));
                 }
                 return p;
             } catch (RuntimeException | Error e) {
@@ -303,22 +308,18 @@ public final class Trampoline {
             }
         }
 
-        void mprotect(long address, long size, int prot) {
+        static void mprotect(long address, long size, int prot) {
             try (Arena arena = Arena.ofConfined()) {
-                MemorySegment s = arena.allocate(state);
-                if ((int) mprotect.invokeExact(s, address, size, prot) != 0) {
-                    throw new IllegalStateException("the system refused to make trampolines executable (mprotect: "
-                            + "errno " + errno(s) + ")");
+                MemorySegment state = arena.allocate(STATE);
+                if ((int) MPROTECT.invokeExact(state, address, size, prot) != 0) {
+                    throw new IllegalStateException("the system refused to make trampolines executable (mprotect: errno "
+                            + (int) ERRNO.get(state, 0L) + ")");
                 }
             } catch (RuntimeException | Error e) {
                 throw e;
             } catch (Throwable t) {
                 throw new AssertionError(t);
             }
-        }
-
-        private int errno(MemorySegment s) {
-            return (int) state.varHandle(MemoryLayout.PathElement.groupElement("errno")).get(s, 0L);
         }
     }
 }
