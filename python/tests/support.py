@@ -43,12 +43,15 @@ def longs(values: list[int]):
     return jpype.JArray(jpype.JLong)(values)
 
 
-def run_child(code: str, env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    """Runs ``code`` in a new interpreter (this venv's python), returning when it exits."""
+def run_child(
+    code: str, env: dict[str, str] | None = None, timeout: float = 30, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Runs ``code`` in a new interpreter (this venv's python), in ``cwd`` if given, returning when it exits."""
     return subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         timeout=timeout,
         env={**os.environ, **(env or {})},
+        cwd=cwd,
     )

@@ -83,11 +83,15 @@ public final class Dlpack {
     }
 
     /**
-     * Makes every live export's deleter NULL, and that of every export made from now on, leaking
-     * their memory; returns how many were live: for a host process that is about to destroy the
-     * JVM while consumers still hold exports (a Python process with JPype at exit), so that their
-     * later deletion skips the deleter instead of calling into a JVM that is gone. There is no
-     * undoing it. {@code Python.attach()} arranges this by itself.
+     * Makes sure that no consumer's call of a deleter reaches the JVM from now on, for every live
+     * export and every export made later, leaking their memory; returns how many were live: for a
+     * host process that is about to destroy the JVM while consumers still hold exports (a Python
+     * process with JPype at exit). On Linux x86-64 the deleter stays a valid function that now
+     * returns at once, whether a consumer kept the pointer or calls what the struct says without
+     * checking it (jaxlib checks it for NULL only when it imports); on other platforms every live
+     * export's deleter, and that of every later export, becomes NULL, which consumers that check it
+     * when they delete (NumPy, torch) skip. There is no undoing it.
+     * {@code Python.attach()} arranges this by itself.
      *
      * @return the number of exports that were live, whose memory is now leaked on purpose
      */
@@ -95,7 +99,10 @@ public final class Dlpack {
         return Exports.abandonAll();
     }
 
-    /** {@return the address of the deleter every export carries} */
+    /**
+     * {@return the address of the deleter every export carries} On Linux x86-64 it stays a valid
+     * function for the life of the process, also after the JVM is gone, when it returns at once.
+     */
     public static MemorySegment deleter() {
         return Exports.DELETER;
     }

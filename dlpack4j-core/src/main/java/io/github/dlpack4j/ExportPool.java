@@ -21,7 +21,8 @@ import java.lang.ref.Cleaner;
  * <p>Each block is registered for good (its {@code manager_ctx} is its registry slot, as for any
  * export) and has a state: {@code FREE} (in the pool), {@code OUT} (a consumer owns it),
  * {@code ORPHAN} (out when the pool closed: its deleter frees it), {@code DEAD} (freed) or
- * {@code ABANDONED} (the process let go of its exports, {@link Exports#abandonAll}). Every change is
+ * {@code ABANDONED} (the process let go of its exports by NULLing their deleters, where the deleter
+ * is no trampoline: {@link Exports#abandonAll}). Every change is
  * a compare-and-set, so an export, its deleter, the pool closing and abandoning race safely: a block
  * is handed to one consumer at a time and freed exactly once.
  *

@@ -12,9 +12,8 @@ import io.github.dlpack4j.abi.DLManagedTensor;
 import io.github.dlpack4j.abi.DLManagedTensorVersioned;
 import io.github.dlpack4j.abi.DLPackVersion;
 import io.github.dlpack4j.abi.DLTensor;
-import java.lang.foreign.Arena;
+import io.github.dlpack4j.internal.Trampoline;
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
@@ -26,8 +25,9 @@ import java.lang.invoke.MethodType;
  * a fresh {@code malloc}ed one whose record (holding one reference to the tensor memory) sits in a
  * registry slot, or, for a tensor exported more than once, a block of its {@link ExportPool},
  * registered for as long as the pool lives. {@code manager_ctx} carries the slot number, never a Java
- * object address. The deleter is a single upcall stub for the process, in the global arena because a
- * consumer may call it at any time, on any thread, late.
+ * object address. The deleter is a single function for the process, a {@link Trampoline} to an upcall
+ * stub in the global arena: a consumer may call it at any time, on any thread, late, also after the
+ * JVM is gone (it does nothing then).
  */
 final class Exports {
     /** What a registry slot holds: a one-off export, or a block of an {@link ExportPool}. */
@@ -40,6 +40,7 @@ final class Exports {
 
     private static final ExportRegistry<Live> LIVE = new ExportRegistry<>();
 
+    private static final Trampoline DELETER_FUNCTION;
     /** {@code void deleter(DLManagedTensor[Versioned]* self)}: the same for both ABIs. */
     static final MemorySegment DELETER;
 
@@ -47,13 +48,12 @@ final class Exports {
         try {
             // self as JAVA_LONG, passed as a pointer is on every 64-bit platform the linker supports:
             // an ADDRESS parameter would be a segment object made on every call.
-            DELETER = Linker.nativeLinker().upcallStub(
-                    MethodHandles.lookup().findStatic(Exports.class, "deleteFromNative",
-                            MethodType.methodType(void.class, long.class)),
-                    FunctionDescriptor.ofVoid(JAVA_LONG), Arena.global());
+            DELETER_FUNCTION = Trampoline.release(MethodHandles.lookup().findStatic(Exports.class, "deleteFromNative",
+                    MethodType.methodType(void.class, long.class)), FunctionDescriptor.ofVoid(JAVA_LONG));
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
+        DELETER = DELETER_FUNCTION.address();
     }
 
     private Exports() {}
@@ -235,13 +235,22 @@ final class Exports {
     }
 
     /**
-     * Sets the deleter of every live export to NULL, so that consumers which outlive the JVM never
-     * call into it (DLPack consumers skip a NULL deleter), and does the same to every export made
-     * afterwards; the exports' memory is leaked. Each record is taken out of the registry first, so
-     * a deleter running at the same time frees its block or this writes to it, never both. Returns
-     * how many were abandoned.
+     * Makes sure that no consumer's call of a deleter reaches the JVM from now on, for every export
+     * live or made later; the exports' memory is leaked. Returns how many were live.
+     *
+     * <p>Where the deleter is a {@link Trampoline}, it is turned off: every struct keeps a deleter
+     * that stays a valid function and returns at once. (A NULL written into the struct would not do:
+     * jaxlib checks the deleter for NULL when it imports, and calls whatever the struct says when its
+     * array dies.)
+     * Elsewhere, the deleter of every live export, and of every export made afterwards, becomes NULL,
+     * which consumers that read it when they delete skip. Each record is taken out of the registry
+     * first, so a deleter running at the same time frees its block or this writes to it, never both.
      */
     static int abandonAll() {
+        if (Trampoline.outlivesTheJvm()) {
+            DELETER_FUNCTION.disarm();
+            return liveCount();
+        }
         abandoned = true;
         int[] n = {0};
         LIVE.forEach((e, slot) -> {

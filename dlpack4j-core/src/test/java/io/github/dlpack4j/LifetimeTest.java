@@ -2,7 +2,9 @@ package io.github.dlpack4j;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.dlpack4j.internal.Trampoline;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -11,7 +13,12 @@ import java.lang.foreign.Linker;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -236,18 +243,32 @@ class LifetimeTest {
     }
 
     @Test
-    void abandonedExportsAndEveryLaterOneHaveNoDeleterAndTheRegistryForgetsThem() throws Exception {
-        // Abandoning is for good, so it runs in a JVM of its own.
-        java.nio.file.Path log = java.nio.file.Files.createTempFile("dlpack4j-abandon", ".log");
-        Process p = new ProcessBuilder(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                AbandonProbe.class.getName()).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        assertThat(p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
-        String out = java.nio.file.Files.readString(log);
-        java.nio.file.Files.delete(log);
-        assertThat(out).as(out).contains("abandoned 4, live after 0, deleters 0 0 0 0, later exports' deleters 0 0, live 0")
-                .contains("memory of a tensor closed with an abandoned pooled export kept: true")
-                .contains("a late delete call is ignored");
+    void abandonedExportsAndEveryLaterOneKeepADeleterThatNoLongerReachesTheJvm() throws Exception {
+        assumeTrue(Trampoline.outlivesTheJvm());
+        assertThat(abandonInAChildJvm()).contains("abandoned 4, live after 4, deleters kept kept kept kept, "
+                + "later exports' deleters kept kept, live 7");
+    }
+
+    @Test
+    void withoutTrampolinesAbandonedExportsAndEveryLaterOneHaveNoDeleterAndTheRegistryForgetsThem() throws Exception {
+        assertThat(abandonInAChildJvm("-Ddlpack4j.trampolines=false"))
+                .contains("abandoned 4, live after 0, deleters 0 0 0 0, later exports' deleters 0 0, live 0");
+    }
+
+    /** Runs {@link AbandonProbe} (abandoning is for good) and checks what holds in every mode; returns its output. */
+    private static String abandonInAChildJvm(String... jvmOptions) throws Exception {
+        Path log = Files.createTempFile("dlpack4j-abandon", ".log");
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path")));
+        command.addAll(List.of(jvmOptions));
+        command.add(AbandonProbe.class.getName());
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        String out = Files.readString(log);
+        Files.delete(log);
+        assertThat(out).as(out).contains("memory of a tensor closed with an abandoned pooled export kept: true")
+                .contains("a late deleter call is ignored: true");
         assertThat(p.exitValue()).as(out).isZero();
+        return out;
     }
 }

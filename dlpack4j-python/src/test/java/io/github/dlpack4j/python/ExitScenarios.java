@@ -7,7 +7,9 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * Child-JVM programs for {@link ExitTest}: each imports torch and numpy (or, with a second argument
  * {@code ctypes}, leaves a ctypes consumer's and a ctypes producer's tensors open, for a Python
- * without those), then ends in its own way.
+ * without those; with {@code views}, leaves NumPy, torch and JAX arrays over Java tensors in Python,
+ * a capsule nobody consumed and an import of a JAX array in Java, which a native exit handler drops
+ * after the JVM is gone), then ends in its own way.
  */
 public final class ExitScenarios {
     /** Printed by a scenario as it begins to end the JVM. */
@@ -19,8 +21,28 @@ public final class ExitScenarios {
 
     public static void main(String[] args) throws Exception {
         Python py = Python.start();
-        boolean ctypes = args.length > 1 && args[1].equals("ctypes");
-        if (ctypes) {
+        String setup = args.length > 1 ? args[1] : "";
+        boolean ctypes = setup.equals("ctypes");
+        if (setup.equals("views")) {
+            try (PyObject java = PythonDlpack.toPython(io.github.dlpack4j.Tensor.of(new double[] {1, 2, 3}))) {
+                py.setGlobal("java_tensor", java);
+            }
+            py.exec("import ctypes, numpy, torch, jax.numpy as jnp\n"
+                    + "views = [numpy.from_dlpack(java_tensor), torch.from_dlpack(java_tensor), jnp.from_dlpack(java_tensor)]\n"
+                    + "unconsumed = java_tensor.__dlpack__(max_version=(1, 0))\n"
+                    + "assert [float(v.sum()) for v in views] == [6.0] * 3\n"
+                    // A native exit handler that lets go of Python objects, as torch's static destructors
+                    // do: it runs after the JVM is gone, and each of these calls a function of dlpack4j's.
+                    + "@ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p)\n"
+                    + "def drop_at_exit(status, arg):\n"
+                    + "    global unconsumed, java_tensor\n"
+                    + "    views.clear()\n"
+                    + "    del unconsumed, java_tensor\n"
+                    + "ctypes.CDLL(None).on_exit(drop_at_exit, None)");
+            try (PyObject jax = py.eval("jnp.arange(3.0)")) {
+                PythonDlpack.fromDlpack(jax); // never closed
+            }
+        } else if (ctypes) {
             py.exec(CtypesDlpack.STRUCTS + "kept = []\nleft_open = Deleter(lambda p: None)");
             try (PyObject java = PythonDlpack.toPython(io.github.dlpack4j.Tensor.of(new double[] {1, 2}))) {
                 py.setGlobal("java_tensor", java);

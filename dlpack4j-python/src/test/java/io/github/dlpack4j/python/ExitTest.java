@@ -42,6 +42,13 @@ class ExitTest {
     }
 
     @ParameterizedTest(name = "{0} exits with {1}")
+    @CsvSource({"return, 0", "exit, 3"})
+    void theJvmExitsWithItsOwnCodeWhilePythonHoldsNumpyTorchAndJaxViewsOfJavaTensors(String scenario, int exitCode)
+            throws Exception {
+        assertExitsWithinSeconds(exitCode, scenario, "views");
+    }
+
+    @ParameterizedTest(name = "{0} exits with {1}")
     @Tag("any-cpython")
     @CsvSource({"return, 0", "exit, 3", "uncaught-thread, 0", "uncaught-main, 1"})
     void theJvmExitsWithinSecondsWithCtypesTensorsLeftOpen(String scenario, int exitCode) throws Exception {
@@ -51,7 +58,7 @@ class ExitTest {
     /**
      * Runs a scenario that ends no GIL hold early, and checks that the child ends with
      * {@code exitCode} within seconds, its native exit handlers run: no thread was left counted as
-     * holding the GIL (a Java function that threw included).
+     * holding the GIL (a Java function that threw included), and nothing crashed.
      */
     private static void assertExitsWithinSeconds(int exitCode, String... args) throws Exception {
         long start = System.nanoTime();
@@ -63,9 +70,10 @@ class ExitTest {
             p.destroyForcibly();
         }
         assertThat(finished).as("child JVM finished within 60 s").isTrue();
-        assertThat(p.exitValue()).isEqualTo(exitCode);
+        String out = Files.readString(log.toPath());
+        assertThat(p.exitValue()).as(out).isEqualTo(exitCode);
         assertThat(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start)).as("seconds").isLessThan(30);
-        assertThat(Files.readString(log.toPath())).doesNotContain("dlpack4j: the JVM exits while");
+        assertThat(out).doesNotContain("dlpack4j: the JVM exits while").doesNotContain("A fatal error has been detected");
     }
 
     @ParameterizedTest(name = "{0} exits with {1}")

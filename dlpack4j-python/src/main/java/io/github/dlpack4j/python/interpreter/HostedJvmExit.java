@@ -1,5 +1,6 @@
 package io.github.dlpack4j.python.interpreter;
 
+import io.github.dlpack4j.internal.Trampoline;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -10,10 +11,14 @@ import java.util.function.IntSupplier;
  * host destroys the JVM (at exit, or earlier with {@code jpype.shutdownJVM()}), then Python frees
  * what is left, and anything of dlpack4j's that Python frees then would call into a JVM that is gone
  * (the process aborts in {@code UpcallLinker}). So, before the JVM goes, {@link #detach} hands
- * everything over for good: every live export's deleter becomes NULL (consumers skip a NULL
- * deleter), and so does that of every later export; {@code dlpack4j.Tensor} objects and Java
- * functions, live and later, get a reference that is never dropped. What they hold is leaked to
- * the process's end.
+ * everything over for good: every function that dlpack4j handed to C is a {@link Trampoline}, and
+ * all of them are turned off, so that a call, whenever it comes, returns at once without the JVM
+ * (the deleter that every export carries, whatever pointer a consumer kept; the destructor of a
+ * capsule still held; the methods and slots of {@code dlpack4j.Tensor}; Java functions).
+ * {@code dlpack4j.Tensor} objects and Java functions, live and later, also get a reference that is
+ * never dropped, and where there are no trampolines (on other platforms than Linux x86-64) the
+ * deleter of every live and later export becomes NULL instead, which consumers that read it when
+ * they delete skip. What they hold is leaked to the process's end.
  *
  * <p>This package knows only its own part of that ({@link JavaFunctions}); what else must be let
  * go of (the DLPack exports and the {@code dlpack4j.Tensor} objects) is registered by its owners
@@ -25,10 +30,11 @@ import java.util.function.IntSupplier;
  * {@code atexit} handler, which is right for a host that finalizes Python before it destroys the
  * JVM.
  *
- * <p>One thing is out of reach: a capsule from {@code __dlpack__} that Python code still holds when
- * the JVM goes keeps its destructor, an upcall. Capsules cannot be found again reliably (jax, for
- * one, clears a consumed capsule's destructor, so it never reports being freed), and a capsule
- * still held then is rare: consume or drop capsules first, or set JPype's
+ * <p>Without trampolines, two things are out of reach: a consumer that calls the deleter without
+ * checking it for NULL (jaxlib checks it only when it imports) and a capsule from
+ * {@code __dlpack__} that Python code still holds when the JVM goes, whose destructor is an upcall.
+ * Neither can be found again (jax, for one, clears a consumed capsule's destructor, so it never
+ * reports being freed): there, drop such arrays and capsules first, or set JPype's
  * {@code jpype.config.destroy_jvm = False}.
  */
 public final class HostedJvmExit {
@@ -97,9 +103,10 @@ public final class HostedJvmExit {
 
     /**
      * Makes sure no Python object, capsule deleter or consumer calls into Java any more; holds the
-     * GIL. Each step runs even if another failed.
+     * GIL. Each step runs even if another failed; the trampolines go off last, once nothing else
+     * needs to call Java.
      *
-     * @return what was handed over, e.g. {@code "2 exports; 1 tensors; 0 functions; "}
+     * @return what was handed over, e.g. {@code "2 exports; 1 tensors; 0 functions; 14 trampolines; "}
      */
     public static String detach() {
         Shutdown.markHostExit();
@@ -108,6 +115,7 @@ public final class HostedJvmExit {
             step(done, s.what(), s.step());
         }
         step(done, "functions", JavaFunctions::keepAllAlive);
+        step(done, "trampolines", Trampoline::disarmAll);
         return done.toString();
     }
 

@@ -3,11 +3,11 @@ package io.github.dlpack4j.python.interpreter;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
+import io.github.dlpack4j.internal.Trampoline;
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.PythonFunction;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
@@ -18,6 +18,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * Python callables backed by {@link PythonFunction}s: one {@code PyMethodDef} and one upcall stub for
  * the process, with the function's id in the callable's {@code self}, so no Java
  * object address ever reaches C. The id sits in a capsule whose destructor forgets the function.
+ * Both functions are {@link Trampoline}s: called after the JVM is gone, the callable raises
+ * {@code SystemError} (a NULL result without an exception) and the destructor does nothing.
  */
 public final class JavaFunctions {
     /** A live function and its {@code self} capsule. */
@@ -30,14 +32,11 @@ public final class JavaFunctions {
 
     static {
         try {
-            CAPSULE_DESTRUCTOR = Linker.nativeLinker().upcallStub(
-                    MethodHandles.lookup().findStatic(JavaFunctions.class, "forget",
-                            MethodType.methodType(void.class, MemorySegment.class)),
-                    FunctionDescriptor.ofVoid(ADDRESS), Arena.global());
-            MemorySegment stub = Linker.nativeLinker().upcallStub(
-                    MethodHandles.lookup().findStatic(JavaFunctions.class, "invoke",
-                            MethodType.methodType(MemorySegment.class, MemorySegment.class, MemorySegment.class)),
-                    FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), Arena.global());
+            CAPSULE_DESTRUCTOR = Trampoline.release(MethodHandles.lookup().findStatic(JavaFunctions.class, "forget",
+                    MethodType.methodType(void.class, MemorySegment.class)), FunctionDescriptor.ofVoid(ADDRESS)).address();
+            MemorySegment stub = Trampoline.call(MethodHandles.lookup().findStatic(JavaFunctions.class, "invoke",
+                    MethodType.methodType(MemorySegment.class, MemorySegment.class, MemorySegment.class)),
+                    FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), 0).address();
             // struct PyMethodDef { const char* ml_name; PyCFunction ml_meth; int ml_flags; const char* ml_doc; }
             METHOD_DEF = Arena.global().allocate(32, 8);
             METHOD_DEF.set(ADDRESS, 0, Arena.global().allocateFrom("java_function"));

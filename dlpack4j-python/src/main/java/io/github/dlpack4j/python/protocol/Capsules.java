@@ -10,6 +10,7 @@ import io.github.dlpack4j.abi.DLManagedTensor;
 import io.github.dlpack4j.abi.DLManagedTensorVersioned;
 import io.github.dlpack4j.abi.DLPackExchangeAPI;
 import io.github.dlpack4j.abi.DLTensor;
+import io.github.dlpack4j.internal.Trampoline;
 import io.github.dlpack4j.python.PythonException;
 import io.github.dlpack4j.python.interpreter.CApi;
 import io.github.dlpack4j.python.interpreter.CpythonLayout;
@@ -38,7 +39,11 @@ final class Capsules {
     static final MemorySegment USED_LEGACY = Arena.global().allocateFrom("used_dltensor");
     private static final long CAPSULE_TYPE = CpythonLayout.CAPSULE_TYPE.address();
 
-    /** {@code void destructor(PyObject* capsule)} for the capsules Java exports make: single upcall. */
+    /**
+     * {@code void destructor(PyObject* capsule)} for the capsules Java exports make: one function for
+     * the process, which Python may call after the JVM is gone (a capsule still held then), when it
+     * does nothing.
+     */
     private static final MemorySegment DESTRUCTOR;
     private static final MethodHandle CALL_DELETER = Linker.nativeLinker().downcallHandle(DLPackExchangeAPI.DELETER_FN);
     /**
@@ -52,9 +57,8 @@ final class Capsules {
     static {
         try {
             // The capsule as JAVA_LONG, not ADDRESS: no segment object made per call.
-            DESTRUCTOR = Linker.nativeLinker().upcallStub(MethodHandles.lookup().findStatic(Capsules.class, "destroy",
-                    MethodType.methodType(void.class, long.class)), FunctionDescriptor.ofVoid(ValueLayout.JAVA_LONG),
-                    Arena.global());
+            DESTRUCTOR = Trampoline.release(MethodHandles.lookup().findStatic(Capsules.class, "destroy",
+                    MethodType.methodType(void.class, long.class)), FunctionDescriptor.ofVoid(ValueLayout.JAVA_LONG)).address();
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }

@@ -21,6 +21,7 @@ import io.github.dlpack4j.abi.DLPackExchangeAPI;
 import io.github.dlpack4j.abi.DLPackExchangeAPIHeader;
 import io.github.dlpack4j.abi.DLPackVersion;
 import io.github.dlpack4j.abi.DLTensor;
+import io.github.dlpack4j.internal.Trampoline;
 import io.github.dlpack4j.python.PythonException;
 import io.github.dlpack4j.python.interpreter.CApi;
 import io.github.dlpack4j.python.interpreter.PyErrors;
@@ -78,10 +79,14 @@ public final class ExchangeApiProducer {
 
     private ExchangeApiProducer() {}
 
+    /**
+     * A callback of the table: a trampoline, since the table is static for the life of the process
+     * and a consumer may call it after the JVM is gone, when it returns -1 (with no Python exception set).
+     */
     private static MemorySegment stub(String name, FunctionDescriptor d, Class<?> ret, Class<?>... params)
             throws ReflectiveOperationException {
-        return Linker.nativeLinker().upcallStub(MethodHandles.lookup().findStatic(ExchangeApiProducer.class, name,
-                MethodType.methodType(ret, params)), d, Arena.global());
+        return Trampoline.call(MethodHandles.lookup().findStatic(ExchangeApiProducer.class, name,
+                MethodType.methodType(ret, params)), d, -1).address();
     }
 
     /** The {@code dlpack_exchange_api} capsule around the table, made once; needs the GIL. */

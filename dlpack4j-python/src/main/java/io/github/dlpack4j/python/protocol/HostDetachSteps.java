@@ -4,8 +4,8 @@ import io.github.dlpack4j.Dlpack;
 import io.github.dlpack4j.python.interpreter.HostedJvmExit;
 
 /**
- * What the DLPack side lets go of when a Python host destroys the JVM ({@link HostedJvmExit}): every
- * live export's deleter becomes NULL ({@link Dlpack#abandonLiveExports()}), and every
+ * What the DLPack side lets go of when a Python host destroys the JVM ({@link HostedJvmExit}): no
+ * export's deleter reaches Java any more ({@link Dlpack#abandonLiveExports()}), and every
  * {@code dlpack4j.Tensor} object gets a reference that is never dropped
  * ({@link JavaTensorType#keepAllAlive()}), so that nothing Python frees later calls into Java.
  */

@@ -8,6 +8,7 @@ import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.DlpackExporter;
 import io.github.dlpack4j.ExportRequest;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.internal.Trampoline;
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.PythonException;
 import io.github.dlpack4j.python.interpreter.CApi;
@@ -20,7 +21,6 @@ import io.github.dlpack4j.python.interpreter.Refs;
 import io.github.dlpack4j.python.interpreter.Shutdown;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
@@ -149,20 +149,22 @@ public final class JavaTensorType {
                     + "this free-threaded build has none, and the exporter's caches rely on it");
         }
         Arena global = Arena.global();
-        Linker linker = Linker.nativeLinker();
         MethodHandles.Lookup lookup = MethodHandles.lookup();
         // Pointer arguments as JAVA_LONG (passed the same way on every 64-bit platform the linker
-        // supports): a MemorySegment argument is an object made on every call.
-        MemorySegment dlpack = linker.upcallStub(lookup.findStatic(JavaTensorType.class, "dlpack",
+        // supports): a MemorySegment argument is an object made on every call. Each a trampoline:
+        // Python may call a method of an instance after the JVM is gone (NULL without an exception
+        // then, a SystemError), or free an instance made after the host let go (nothing to do then).
+        MemorySegment dlpack = Trampoline.call(lookup.findStatic(JavaTensorType.class, "dlpack",
                 MethodType.methodType(MemorySegment.class, long.class, long.class, long.class, long.class)),
-                FunctionDescriptor.of(ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG), global);
-        MemorySegment device = linker.upcallStub(lookup.findStatic(JavaTensorType.class, "dlpackDevice",
+                FunctionDescriptor.of(ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG), 0).address();
+        MemorySegment device = Trampoline.call(lookup.findStatic(JavaTensorType.class, "dlpackDevice",
                 MethodType.methodType(MemorySegment.class, MemorySegment.class, MemorySegment.class)),
-                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), global);
-        MemorySegment repr = linker.upcallStub(lookup.findStatic(JavaTensorType.class, "repr",
-                MethodType.methodType(MemorySegment.class, MemorySegment.class)), FunctionDescriptor.of(ADDRESS, ADDRESS), global);
-        MemorySegment finalize = linker.upcallStub(lookup.findStatic(JavaTensorType.class, "finalize",
-                MethodType.methodType(void.class, MemorySegment.class)), FunctionDescriptor.ofVoid(ADDRESS), global);
+                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), 0).address();
+        MemorySegment repr = Trampoline.call(lookup.findStatic(JavaTensorType.class, "repr",
+                MethodType.methodType(MemorySegment.class, MemorySegment.class)), FunctionDescriptor.of(ADDRESS, ADDRESS),
+                0).address();
+        MemorySegment finalize = Trampoline.release(lookup.findStatic(JavaTensorType.class, "finalize",
+                MethodType.methodType(void.class, MemorySegment.class)), FunctionDescriptor.ofVoid(ADDRESS)).address();
 
         MemorySegment methods = global.allocate(3 * METHOD_DEF_SIZE, 8); // the third, zeroed, ends the table
         method(methods, 0, "__dlpack__", dlpack, CpythonLayout.METH_FASTCALL | CpythonLayout.METH_KEYWORDS,
