@@ -20,10 +20,13 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
 /**
- * {@code DjlTensors.of} + close of a one-float array while other DJL arrays are open: {@code of}
- * looks among the open arrays of every PyTorch manager for the Java buffer under a view of a
- * {@code create} array (docs/djl.md, Lifetimes), so its cost grows with their number. The open
- * arrays here are {@code create}d over Java arrays of 16 floats, in a manager of their own.
+ * {@code DjlTensors.of} + close of a one-element array while other DJL arrays are open, which must
+ * not cost more with more of them: for libtorch's own result ({@code arange}) the alias that
+ * {@code of} takes is all there is to hold; for a view ({@code reshape}) of a {@code create} array,
+ * the Java buffer under it is looked up by its address in an index that one walk over the open
+ * arrays filled (in the warm-up). The baseline, in the same run: DJL alone making and closing the
+ * alias that {@code of} holds. The open arrays are {@code create}d over Java arrays of 16 floats,
+ * in a manager of their own, which holds the array that the view is of too.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -38,6 +41,8 @@ public class DjlOpenArraysBench {
     private NDManager manager;
     private NDManager others;
     private NDArray array;
+    private NDArray created;
+    private NDArray view;
 
     @Setup(Level.Trial)
     public void setUp() {
@@ -47,20 +52,41 @@ public class DjlOpenArraysBench {
             others.create(new float[16]);
         }
         array = manager.arange(1f);
+        created = others.create(new float[] {1}); // among the open arrays, as an application's would be
+        view = created.reshape(1, 1);
     }
 
     @TearDown(Level.Trial)
     public void tearDown() {
+        view.close();
+        created.close();
         array.close();
         others.close();
         manager.close();
     }
 
-    /** The array as a tensor, then closed, with {@link #open} other arrays open. */
+    /** Libtorch's own array as a tensor, then closed, with {@link #open} other arrays open. */
     @Benchmark
     public long ofAndClose() {
         try (Tensor t = DjlTensors.of(array)) {
             return t.dataPointer();
         }
+    }
+
+    /** A view of a {@code create} array as a tensor (holding the Java buffer), then closed. */
+    @Benchmark
+    public long ofViewOfCreatedAndClose() {
+        try (Tensor t = DjlTensors.of(view)) {
+            return t.dataPointer();
+        }
+    }
+
+    /** Baseline: DJL alone, the alias that {@code of} holds ({@code reshape}, detached), then closed. */
+    @Benchmark
+    public boolean djlAliasAndClose() {
+        NDArray alias = array.reshape(array.getShape());
+        alias.detach();
+        alias.close();
+        return alias.isReleased();
     }
 }

@@ -23,7 +23,9 @@ import java.util.Objects;
  * libtorch was given: the Java direct buffer under an array from {@code NDManager.create} (or under
  * the array a view of one came from), the tensor under an array from {@link #toNDArray} (or under
  * the array a view of one came from). They are let go when the tensor and every DLPack export of it
- * have let go: the caller may close the array, or its manager, first. An array from
+ * have let go: the caller may close the array, or its manager, first. A view of an array that was
+ * detached from its manager (or closed) is over memory that nothing holds: {@link #of} refuses it,
+ * and says to {@code duplicate()} it. An array from
  * {@link #toNDArray} holds a {@link Tensor#share()} of the tensor: the tensor may be closed first.
  * DJL tells nobody when an array is closed, so the share of a closed array is given back at the
  * next {@code toNDArray} on the same manager (each call looks at two earlier arrays), when the
@@ -82,7 +84,11 @@ public final class DjlTensors {
      *         an export of it, lives
      * @throws IllegalArgumentException for an array of another engine or device, sparse, of a type
      *                                  without a DLPack twin, or over 2 GiB; the message names the fix
-     * @throws IllegalStateException    if the array is closed
+     * @throws IllegalStateException    if the array is closed, or if it is a libtorch view
+     *                                  ({@code reshape}, {@code get}) over a Java buffer that no open
+     *                                  array holds: a view of an array {@code detach()}ed from its
+     *                                  manager, or closed; the message says to pass
+     *                                  {@code array.duplicate()}
      */
     public static Tensor of(NDArray array) {
         Objects.requireNonNull(array, "array");
@@ -92,8 +98,9 @@ public final class DjlTensors {
     /**
      * {@return whether {@link #of} would view {@code array}'s memory (true) or copy it (false)} An
      * array is viewed when libtorch lays it out row-major contiguous, it holds an element or more,
-     * and this DJL lets {@link #of} find what keeps its memory (DJL 0.36 does: else every array is
-     * copied).
+     * and this DJL and its libtorch let {@link #of} find what keeps its memory (DJL 0.36 with
+     * libtorch 2.7.1 do: else every array is copied). A view that {@link #of} refuses (see there)
+     * is not told apart here.
      *
      * @param array an array that {@link #of} takes
      * @throws IllegalArgumentException as {@link #of}

@@ -7,6 +7,9 @@ import ai.djl.pytorch.engine.PtNDArray;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.lang.ref.Reference;
+import java.lang.ref.ReferenceQueue;
+import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.Map;
@@ -17,12 +20,15 @@ import java.util.concurrent.ConcurrentHashMap;
  * {@code create(directBuffer)} and {@code NDArray.set(buffer)} give libtorch a direct
  * {@code ByteBuffer} ({@code from_blob}, no deleter) that only the array's private field
  * {@code PtNDArray.dataRef} keeps reachable, until the array is closed; a libtorch view of such an
- * array ({@code reshape}, {@code get}) has no {@code dataRef} at all. So {@link NDArrayToTensor}
- * keeps the buffer itself: the array's own, or that of the open array whose buffer holds the
- * memory, found among every array of every open PyTorch manager ({@code BaseNDManager.resources},
- * and {@code tempResources} for arrays {@code tempAttach}ed to it).
- * Both fields are read by reflection, on the class path where DJL's PyTorch engine runs; without
- * them (another DJL version) {@link #available()} is false and every array is copied.
+ * array ({@code reshape}, {@code get}) has no {@code dataRef} at all, but the same storage, which
+ * starts where the buffer does. So {@link NDArrayToTensor} keeps the buffer itself: the array's
+ * own, or the one that starts where the array's storage does, looked up by that address in an
+ * index of the buffers of open arrays. A storage not in the index has the index filled by one walk
+ * over every array of every open PyTorch manager ({@code BaseNDManager.resources}, and
+ * {@code tempResources} for arrays {@code tempAttach}ed to it), so that the views of one array
+ * cost one walk between them, however many arrays are open; the index forgets a buffer once it was
+ * collected. Both fields are read by reflection, on the class path where DJL's PyTorch engine
+ * runs; without them (another DJL version) {@link #available()} is false and every array is copied.
  */
 final class JavaBuffers {
     /** {@code PtNDArray.dataRef}, or null if this DJL has no such field. */
@@ -34,6 +40,20 @@ final class JavaBuffers {
     /** {@code BaseNDManager.TempResource.resource}. */
     private static final VarHandle TEMP_RESOURCE = field(nested(BaseNDManager.class, "TempResource"), "resource",
             NDResource.class);
+    /** The buffers of open arrays seen by a walk, by the address they start at. */
+    private static final ConcurrentHashMap<Long, Indexed> BY_START = new ConcurrentHashMap<>();
+    /** Where the index's references go once their buffer was collected. */
+    private static final ReferenceQueue<ByteBuffer> COLLECTED = new ReferenceQueue<>();
+
+    /** A buffer in the index: weakly, so that the index keeps no memory allocated. */
+    private static final class Indexed extends WeakReference<ByteBuffer> {
+        final long start;
+
+        Indexed(ByteBuffer b, long start) {
+            super(b, COLLECTED);
+            this.start = start;
+        }
+    }
 
     private JavaBuffers() {}
 
@@ -62,16 +82,32 @@ final class JavaBuffers {
     }
 
     /**
-     * {@return the direct buffer that keeps {@code [address, address + bytes)} allocated, or null if
-     * no open array of {@code a}'s managers (nor {@code a}) is over such a buffer: then libtorch owns
-     * the memory, or the array it came from was detached from its manager}
+     * {@return the direct buffer that keeps {@code [address, address + bytes)} allocated, given that
+     * it is in a storage that starts at {@code storageStart} and frees nothing: {@code a}'s own, or
+     * that of an open array over the same storage; null if no open array of any PyTorch manager
+     * holds such a buffer (the array it came from was detached from its manager, or closed)}
      */
-    static ByteBuffer holding(PtNDArray a, long address, long bytes) {
+    static ByteBuffer holding(PtNDArray a, long storageStart, long address, long bytes) {
         ByteBuffer own = covering((ByteBuffer) DATA_REF.get(a), address, bytes);
         if (own != null) {
             return own;
         }
-        NDManager root = a.getManager();
+        for (Reference<? extends ByteBuffer> r; (r = COLLECTED.poll()) != null; ) {
+            BY_START.remove(((Indexed) r).start, r);
+        }
+        Indexed known = BY_START.get(storageStart);
+        ByteBuffer b = known == null ? null : covering(known.get(), address, bytes);
+        return b != null ? b : covering(walk(a.getManager(), storageStart), address, bytes);
+    }
+
+    /**
+     * Indexes the buffers of every array of every open PyTorch manager, from the root of
+     * {@code from}'s, until one that starts at {@code start}.
+     *
+     * @return that buffer, or null if none does
+     */
+    private static ByteBuffer walk(NDManager from, long start) {
+        NDManager root = from;
         while (root.getParentManager() != null) {
             root = root.getParentManager();
         }
@@ -83,7 +119,7 @@ final class JavaBuffers {
             Map<?, ?> resources = (Map<?, ?>) RESOURCES.get(m);
             if (resources != null) {
                 for (Object r : resources.values()) {
-                    ByteBuffer b = visit(r, address, bytes, managers);
+                    ByteBuffer b = visit(r, start, managers);
                     if (b != null) {
                         return b;
                     }
@@ -92,7 +128,7 @@ final class JavaBuffers {
             Map<?, ?> temporary = (Map<?, ?>) TEMP_RESOURCES.get(m);
             if (temporary != null) {
                 for (Object r : temporary.values()) {
-                    ByteBuffer b = visit(TEMP_RESOURCE.get(r), address, bytes, managers);
+                    ByteBuffer b = visit(TEMP_RESOURCE.get(r), start, managers);
                     if (b != null) {
                         return b;
                     }
@@ -102,10 +138,19 @@ final class JavaBuffers {
         return null;
     }
 
-    /** {@return the buffer of {@code r}, an array, if it holds the memory; a manager is queued} */
-    private static ByteBuffer visit(Object r, long address, long bytes, ArrayDeque<BaseNDManager> managers) {
-        if (r instanceof PtNDArray p) {
-            return covering((ByteBuffer) DATA_REF.get(p), address, bytes);
+    /**
+     * Indexes the buffer of {@code r} if it is an array, or queues it if it is a manager.
+     *
+     * @return the array's buffer if it starts at {@code start}, else null
+     */
+    private static ByteBuffer visit(Object r, long start, ArrayDeque<BaseNDManager> managers) {
+        if (r instanceof PtNDArray p && DATA_REF.get(p) instanceof ByteBuffer b && b.isDirect()) {
+            long at = start(b);
+            Indexed known = BY_START.get(at);
+            if (known == null || known.get() != b) {
+                BY_START.put(at, new Indexed(b, at));
+            }
+            return at == start ? b : null;
         }
         if (r instanceof BaseNDManager m) {
             managers.add(m);
@@ -113,11 +158,16 @@ final class JavaBuffers {
         return null;
     }
 
+    /** {@return the address libtorch has for {@code b}: its base, whatever its position} */
+    private static long start(ByteBuffer b) {
+        return MemorySegment.ofBuffer(b).address() - b.position();
+    }
+
     private static ByteBuffer covering(ByteBuffer b, long address, long bytes) {
         if (b == null || !b.isDirect()) {
             return null;
         }
-        long start = MemorySegment.ofBuffer(b).address() - b.position(); // libtorch has the buffer's base address
+        long start = start(b);
         return start <= address && address - start <= b.capacity() - bytes ? b : null;
     }
 }

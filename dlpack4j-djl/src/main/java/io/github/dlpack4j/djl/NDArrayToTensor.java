@@ -20,11 +20,14 @@ import java.util.concurrent.atomic.LongAdder;
  * tensor over the same storage ({@code reshape} to the same shape, a view in libtorch, which counts
  * references to the storage), detached from every manager and closed when the tensor and every
  * DLPack export of it have let go. The caller may close its array, or its manager, at any time.
- * The alias is taken out of the caller's {@code NDScope} too. Libtorch's storage does not own
- * memory it was given ({@code from_blob}), so the tensor also holds what does: a share of the tensor
- * that {@code toNDArray} lent to the array, or to the array a view was derived from (found by
- * address), or the Java direct buffer that {@code NDManager.create} made the array, or the array it
- * derives from, over ({@link JavaBuffers}).
+ * The alias is taken out of the caller's {@code NDScope} too. Libtorch's storage frees the memory
+ * it allocated, which is then all there is to hold (most arrays: every result of an operator); but
+ * not memory it was given ({@code from_blob}, {@link TorchArrays#storage} tells), so for that the
+ * tensor also holds what does: a share of the tensor that {@code toNDArray} lent to the array, or to
+ * the array a view was derived from (found by address), or the Java direct buffer that
+ * {@code NDManager.create} made the array, or the array it derives from, over ({@link JavaBuffers}).
+ * Given memory that neither holds (a view of an array that was detached from its manager) is
+ * refused: a tensor over it would outlive it.
  */
 final class NDArrayToTensor {
     /** Aliases held by open tensors (or their exports): what the tests check for leaks. */
@@ -52,9 +55,12 @@ final class NDArrayToTensor {
             ByteBuffer b = alias.toByteBuffer(true); // contiguous: a direct buffer over libtorch's memory
             long address = MemorySegment.ofBuffer(b).address();
             MemorySegment memory = MemorySegment.ofAddress(address).reinterpret(bytes);
-            // Libtorch's storage does not own memory it was given (from_blob): keep what does.
-            lender = TensorToNDArray.shareOf(address, bytes); // an array over a tensor, or a view of one
-            ByteBuffer buffer = lender == null ? JavaBuffers.holding(p, address, bytes) : null; // over a Java buffer
+            TorchArrays.Storage storage = TorchArrays.storage((PtNDArray) alias); // ours: nobody closes it meanwhile
+            // Memory libtorch was given (from_blob) it does not free, nor keep: keep what does.
+            if (!storage.owned()) {
+                lender = TensorToNDArray.shareOf(address, bytes); // an array over a tensor, or a view of one
+            }
+            ByteBuffer buffer = storage.owned() || lender != null ? null : javaBuffer(p, storage, address, bytes);
             Tensor held = lender;
             Tensor t = Tensor.wrap(memory, 0, dtype, dims, RowMajor.strides(dims), () -> release(alias, held, buffer));
             HELD.increment(); // after wrap: a wrap that throws runs no release
@@ -68,6 +74,22 @@ final class NDArrayToTensor {
         }
     }
 
+    /**
+     * {@return the Java buffer that {@code p}'s memory is in} Refuses memory that no open array
+     * holds a buffer of: a tensor over it would read freed memory once that buffer is collected.
+     */
+    private static ByteBuffer javaBuffer(PtNDArray p, TorchArrays.Storage storage, long address, long bytes) {
+        ByteBuffer buffer = JavaBuffers.holding(p, storage.start(), address, bytes);
+        if (buffer == null) {
+            throw new IllegalStateException("the array is over memory that libtorch does not own and that no open DJL "
+                    + "array holds: it is a view (reshape, get, ...) of an array that was detach()ed from its manager, "
+                    + "or closed, and a tensor over it would read freed memory once that array's buffer is collected. "
+                    + "Pass array.duplicate() (a copy whose memory libtorch owns), or call of while the array the "
+                    + "view came from is open in a manager");
+        }
+        return buffer;
+    }
+
     /** {@return whether {@link #of} views {@code a}'s memory, as opposed to copying it} */
     static boolean isView(NDArray a) {
         PtNDArray p = check(a);
@@ -75,11 +97,12 @@ final class NDArrayToTensor {
     }
 
     /**
-     * {@return whether {@code p} is row-major contiguous and this DJL lets what keeps its memory be
-     * found} Without the second, a view could outlive a Java buffer nothing holds: copy instead.
+     * {@return whether {@code p} is row-major contiguous and this DJL and libtorch let what keeps
+     * its memory be found} Without the second, a view could outlive a Java buffer nothing holds:
+     * copy instead.
      */
     private static boolean viewable(PtNDArray p) {
-        return JavaBuffers.available() && TorchArrays.isContiguous(p);
+        return JavaBuffers.available() && TorchArrays.canReadStorage() && TorchArrays.isContiguous(p);
     }
 
     private static void release(NDArray alias, Tensor lender, ByteBuffer buffer) {

@@ -3,13 +3,8 @@ package io.github.dlpack4j.djl;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -23,23 +18,7 @@ class LibtorchConflictTest {
     Path dir;
 
     private Map<String, String> run(String order) throws IOException, InterruptedException {
-        Path log = dir.resolve(order + ".log");
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path")));
-        for (String p : List.of("dlpack4j.python", "ai.djl.offline", "ENGINE_CACHE_DIR", "DJL_CACHE_DIR")) {
-            if (System.getProperty(p) != null) {
-                cmd.add("-D" + p + "=" + System.getProperty(p));
-            }
-        }
-        cmd.add(BothLibtorchs.class.getName());
-        cmd.add(order);
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        assertThat(p.waitFor(120, TimeUnit.SECONDS)).as("the JVM ended").isTrue();
-        String out = Files.readString(log);
-        assertThat(p.exitValue()).as("exit status; output:\n" + out).isZero();
-        return out.lines().filter(l -> l.matches("^[a-z ]+: .*"))
-                .collect(Collectors.toMap(l -> l.substring(0, l.indexOf(':')), l -> l.substring(l.indexOf(':') + 2),
-                        (a, b) -> b));
+        return ForkedJvm.steps(dir.resolve(order + ".log"), Map.of(), BothLibtorchs.class, order);
     }
 
     @Test

@@ -79,6 +79,18 @@ class RefusalTest {
     }
 
     @Test
+    void a_view_of_a_created_array_detached_from_its_manager_is_refused_with_duplicate_as_the_fix() {
+        NDArray base = manager.create(new float[] {1, 2, 3, 4});
+        base.detach();
+        try (NDArray view = base.reshape(2, 2)) {
+            assertThatThrownBy(() -> DjlTensors.of(view)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("detach()ed from its manager").hasMessageContaining("array.duplicate()");
+        } finally {
+            base.close();
+        }
+    }
+
+    @Test
     void a_closed_array_or_tensor_is_an_IllegalStateException() {
         NDArray a = manager.arange(3f);
         a.close();
