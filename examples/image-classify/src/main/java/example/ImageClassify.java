@@ -63,8 +63,10 @@ public final class ImageClassify {
             System.out.println(line);
             // For python/check.py: the decoded pixels and the scores, as raw bytes.
             Files.createDirectories(out);
-            Files.write(out.resolve("pixels.u8"), pixels.withData(b -> b.toArray(ValueLayout.JAVA_BYTE)));
-            Files.write(out.resolve("scores.f32"), s.withData(b -> b.toArray(ValueLayout.JAVA_BYTE)));
+            byte[] pixelBytes = pixels.withData(b -> b.toArray(ValueLayout.JAVA_BYTE));
+            byte[] scoreBytes = s.withData(b -> b.toArray(ValueLayout.JAVA_BYTE));
+            Files.write(out.resolve("pixels.u8"), pixelBytes);
+            Files.write(out.resolve("scores.f32"), scoreBytes);
             System.out.printf("wrote %s and %s for the check%n", out.resolve("pixels.u8"), out.resolve("scores.f32"));
         }
     }

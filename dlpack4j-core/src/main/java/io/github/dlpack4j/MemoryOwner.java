@@ -22,8 +22,10 @@ import java.util.concurrent.locks.LockSupport;
  *       when the last holder lets go, on whatever thread that is.</li>
  *   <li>Library code that touches the memory does so between {@link #enter()} and {@link #exit()},
  *       an in-flight count packed with a closed bit in one word. Release first sets the bit, so new
- *       accesses fail with {@link IllegalStateException}, then waits for in-flight ones to finish
- *       before it frees anything: a read after release is an exception, never a segfault.</li>
+ *       accesses fail with {@link IllegalStateException}; if none is in flight it frees at once,
+ *       else the access that ends last frees, on its own thread (a {@code close()} inside
+ *       {@link Tensor#withData} frees as the body returns): a read after release is an exception,
+ *       never a segfault, and a release never waits.</li>
  *   <li>Only when a caller asks for the raw {@link MemorySegment} ({@link Tensor#data()}, typed
  *       buffers) is a shared arena made for it, lazily, so that the JVM itself checks those accesses;
  *       only such tensors pay the handshake at release. {@link Tensor#withData} binds the memory to a
@@ -96,7 +98,8 @@ final class MemoryOwner {
      * {@code body} applied to {@code t}'s bytes bound to a confined arena of the calling thread that
      * closes when {@code body} returns: after it, or from another thread, the segment fails instead
      * of reading. The caller holds {@link #enter()}, which keeps the memory from being released
-     * meanwhile; closing a confined arena needs no handshake. Lent memory keeps its lender's scope.
+     * meanwhile; closing a confined arena needs no handshake. Borrowed memory ({@code wrap} with no
+     * release action) keeps the caller's segment, whose scope is the caller's arena.
      */
     <R> R confined(Tensor t, Function<? super MemorySegment, ? extends R> body) {
         if (life.borrowed) {
@@ -117,8 +120,9 @@ final class MemoryOwner {
         private static final VarHandle HOLDERS;
         private static final VarHandle STATE;
         private static final int CLOSED = 1 << 31;
-        /** How long a release looks for in-flight accesses to end before it leaves the freeing to another thread. */
-        private static final int SPINS = 1000;
+        /** Set with CLOSED while accesses are in flight: the access that ends last finishes the release. */
+        private static final int OWED = 1 << 30;
+        private static final int COUNT = OWED - 1;
 
         static {
             try {
@@ -185,13 +189,15 @@ final class MemoryOwner {
         void enter() {
             int s = (int) STATE.getAndAdd(this, 1);
             if ((s & CLOSED) != 0) {
-                STATE.getAndAdd(this, -1);
+                exit(); // may be the decrement that ends the last access of an owed release
                 throw new IllegalStateException("tensor memory is closed: the owner was closed and every export was deleted");
             }
         }
 
         void exit() {
-            STATE.getAndAdd(this, -1);
+            if ((int) STATE.getAndAdd(this, -1) == (CLOSED | OWED | 1)) {
+                finish(); // exactly one decrement takes the count from 1 to 0
+            }
         }
 
         boolean isAlive() {
@@ -218,39 +224,36 @@ final class MemoryOwner {
 
         private void destroy() {
             int s;
+            int next;
             do {
                 s = (int) STATE.getVolatile(this);
-            } while (!STATE.weakCompareAndSet(this, s, s | CLOSED));
-            if (accessesEnded(SPINS) && closeArena()) {
+                next = (s & COUNT) == 0 ? s | CLOSED : s | CLOSED | OWED;
+            } while (!STATE.weakCompareAndSet(this, s, next));
+            if ((s & COUNT) == 0) {
+                finish();
+            }
+            // Otherwise the access that ends last (maybe this thread's own: a close inside withData) finishes.
+        }
+
+        /** After the last access: closes data()'s arena and frees; another thread retries while a native call holds the arena. */
+        private void finish() {
+            if (closeArena()) {
                 free();
                 return;
             }
-            // An access is still in flight (it may be the caller's own: a close inside withData), or a
-            // native call holds a segment of the arena (it may even be the caller of this release,
-            // through an upcall): finish on another thread, never block here.
             Thread.ofPlatform().daemon().name("dlpack4j-release").start(() -> {
-                for (int attempt = 0; !(accessesEnded(0) && closeArena()); attempt++) {
+                for (int attempt = 0; !closeArena(); attempt++) {
                     LockSupport.parkNanos(Math.min(10_000_000L, 10_000L << Math.min(attempt, 10)));
                 }
                 free();
             });
         }
 
-        /** Whether no access is in flight, looking {@code spins} more times before saying no. */
-        private boolean accessesEnded(int spins) {
-            for (int i = 0; ((int) STATE.getVolatile(this) & ~CLOSED) != 0; i++) {
-                if (i >= spins) {
-                    return false;
-                }
-                Thread.onSpinWait();
-            }
-            return true;
-        }
-
         /**
          * Closes the shared arena of {@link #scoped}, if any; false while a native call holds it. Only
-         * after {@link #accessesEnded}: scoped() writes the fields between enter() and exit(), so
-         * every exit() seen makes its writes visible here, and no scoped() can enter any more.
+         * from {@link #finish()}, once the last access ended: scoped() writes the fields between
+         * enter() and exit(), so every exit() before it makes its writes visible here, and no
+         * scoped() can enter any more.
          */
         private boolean closeArena() {
             Arena a = arena;

@@ -281,8 +281,9 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      * tensor, its views and the segments {@link #data()} gave throws {@link IllegalStateException},
      * whatever the scope of {@code segment} (use a global one, such as
      * {@code MemorySegment.ofAddress(address).reinterpret(size)}). An exception from {@code release}
-     * reaches the caller of the {@code close()} that ran it (a deleter prints it instead: nothing is
-     * thrown into C). Arguments as in {@link #wrap(MemorySegment, long, DataType, long[], long[])}.
+     * reaches the caller of the {@code close()} that ran it, or, when the close came while an element
+     * access or a {@link #withData} body was in flight, the caller of that access, which runs the
+     * release as it ends (a deleter prints it instead: nothing is thrown into C). Arguments as in {@link #wrap(MemorySegment, long, DataType, long[], long[])}.
      *
      * @param segment    native memory holding the elements, in a global scope
      * @param byteOffset where element {@code [0, ..., 0]} lies, in bytes from the segment's start
@@ -476,7 +477,8 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      *
      * <p>While {@code body} runs, the memory stays allocated: a {@link #close()} from another thread
      * (or the release of the last export) waits for it, and the memory is freed only after
-     * {@code body} returned, so a native call that {@code body} makes with the segment is safe. The
+     * {@code body} returned (by the thread that ran it), so a native call that {@code body} makes with
+     * the segment is safe. The
      * segment is confined: it belongs to the calling thread and to the call. Used after
      * {@code body} returned, it throws {@link IllegalStateException}; used from another thread, even
      * during the call, it throws {@link WrongThreadException}; it never reads released memory. A
@@ -485,8 +487,9 @@ public final class Tensor implements AutoCloseable, DlpackExporter {
      *
      * <p>Use {@link #data()} instead when the segment must outlive the call or be shared with other
      * threads (a {@code BufferedImage} over the tensor, a buffer handed to a pool); it pays a thread
-     * handshake once, when the memory is released. Memory lent by {@link #wrap} keeps its lender's
-     * scope in both.
+     * handshake once, when the memory is released. Memory that {@link #wrap(MemorySegment, DataType, long...)}
+     * borrows (no release action) keeps the caller's own segment and scope in both: its lifetime is
+     * the caller's arena, not the tensor's.
      *
      * {@snippet :
      * try (Tensor t = Tensor.of(new float[] {1, 2, 3})) {

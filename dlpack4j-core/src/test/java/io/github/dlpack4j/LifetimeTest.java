@@ -18,8 +18,10 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -270,5 +272,51 @@ class LifetimeTest {
                 .contains("a late deleter call is ignored: true");
         assertThat(p.exitValue()).as(out).isZero();
         return out;
+    }
+
+    @Test
+    void aCloseInsideWithDataReleasesTheMemoryOnThisThreadAsTheBodyReturns() {
+        AtomicInteger released = new AtomicInteger();
+        AtomicReference<Thread> releaser = new AtomicReference<>();
+        Tensor t = Tensor.wrap(Arena.global().allocate(16), 0, DataType.FLOAT32, new long[] {4}, new long[] {1}, () -> {
+            released.incrementAndGet();
+            releaser.set(Thread.currentThread());
+        });
+        float read = t.withData(s -> {
+            t.close();
+            assertThat(released.get()).as("released while the body runs").isZero();
+            return s.get(ValueLayout.JAVA_FLOAT, 0);
+        });
+        assertThat(read).isZero();
+        assertThat(released.get()).as("released once withData returned").isEqualTo(1);
+        assertThat(releaser.get()).isSameAs(Thread.currentThread());
+    }
+
+    @Test
+    void aCloseFromAnotherThreadDuringWithDataReturnsAtOnceAndTheBodysThreadReleases() throws Exception {
+        AtomicInteger released = new AtomicInteger();
+        AtomicReference<Thread> releaser = new AtomicReference<>();
+        Tensor t = Tensor.wrap(Arena.global().allocate(16), 0, DataType.FLOAT32, new long[] {4}, new long[] {1}, () -> {
+            released.incrementAndGet();
+            releaser.set(Thread.currentThread());
+        });
+        CountDownLatch inBody = new CountDownLatch(1);
+        CountDownLatch closed = new CountDownLatch(1);
+        Thread body = Thread.ofPlatform().start(() -> t.withData(s -> {
+            inBody.countDown();
+            try {
+                closed.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return s.get(ValueLayout.JAVA_FLOAT, 0);
+        }));
+        inBody.await();
+        t.close(); // does not wait for the body
+        assertThat(released.get()).as("released while the body runs").isZero();
+        closed.countDown();
+        body.join();
+        assertThat(released.get()).isEqualTo(1);
+        assertThat(releaser.get()).isSameAs(body);
     }
 }

@@ -125,7 +125,10 @@ final class NDArrayToTensor {
                     + a.getDataType() + ", not " + bytes);
         }
         Tensor t = Tensor.zeros(dtype, dims);
-        MemorySegment.copy(values, 0, t.data(), ValueLayout.JAVA_BYTE, 0, values.length);
+        t.withData(into -> {
+            MemorySegment.copy(values, 0, into, ValueLayout.JAVA_BYTE, 0, values.length);
+            return null;
+        });
         return t;
     }
 

@@ -59,6 +59,7 @@ public final class ExitScenarios {
         py.exec("import ctypes\nctypes.CDLL(None).printf(b'" + C_STDIO_LINE + "\\n')");
         switch (args[0]) {
             case "return" -> System.out.println("main returns");
+            case "exports-in-a-shutdown-hook" -> exportsInAShutdownHook(py);
             case "exit" -> System.exit(3);
             case "uncaught-thread" -> {
                 try (PyObject fail = py.function(a -> {
@@ -180,5 +181,44 @@ public final class ExitScenarios {
                 // only the latch ends the wait
             }
         }
+    }
+
+    /**
+     * Python code run in a JVM shutdown hook, after dlpack4j's own hooks turned the release
+     * trampolines off (as a graceful shutdown draining requests does): dlpack4j.Tensor objects made
+     * before are freed one by one, each followed by a new one, which Python's allocator tends to put
+     * at the freed one's address. Prints how many of the new ones exported another tensor than their own.
+     */
+    private static void exportsInAShutdownHook(Python py) {
+        int rounds = 100;
+        py.exec("import numpy as np\nxs = []");
+        for (int i = 0; i < rounds; i++) {
+            try (PyObject p = PythonDlpack.toPython(io.github.dlpack4j.Tensor.of(new double[] {i}))) {
+                py.setGlobal("p", p);
+                py.exec("xs.append(p); del p");
+            }
+        }
+        io.github.dlpack4j.Tensor own = io.github.dlpack4j.Tensor.of(new double[] {-1});
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            try {
+                Thread.sleep(300); // dlpack4j's hooks have run by now
+            } catch (InterruptedException e) {
+                return;
+            }
+            int wrong = 0;
+            for (int i = 0; i < rounds; i++) {
+                // Looked up (the instance cache now holds xs[i]), then freed by Python.
+                py.exec("v = np.from_dlpack(xs[%d]).tolist()[0]; xs[%d] = None".formatted(i, i));
+                PyObject fresh = PythonDlpack.toPython(own); // left to the process's end
+                py.setGlobal("y", fresh);
+                try (PyObject got = py.eval("np.from_dlpack(y).tolist()[0]")) {
+                    if (got.asDouble() != -1) {
+                        wrong++;
+                    }
+                }
+            }
+            System.out.println("wrong exports in a shutdown hook: " + wrong + " of " + rounds);
+        }));
+        System.out.println("main returns");
     }
 }

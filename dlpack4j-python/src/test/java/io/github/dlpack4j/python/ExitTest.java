@@ -48,6 +48,18 @@ class ExitTest {
         assertExitsWithinSeconds(exitCode, scenario, "views");
     }
 
+    @Test
+    void aDlpack4jTensorMadeInAShutdownHookExportsItsOwnTensor() throws Exception {
+        File log = File.createTempFile("dlpack4j-exit", ".log");
+        log.deleteOnExit();
+        Process p = command(List.of("--enable-native-access=ALL-UNNAMED"), "exports-in-a-shutdown-hook")
+                .redirectOutput(log).start();
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as("child JVM finished within 60 s").isTrue();
+        String out = Files.readString(log.toPath());
+        assertThat(p.exitValue()).as(out).isZero();
+        assertThat(out).contains("wrong exports in a shutdown hook: 0 of 100");
+    }
+
     @ParameterizedTest(name = "{0} exits with {1}")
     @Tag("any-cpython")
     @CsvSource({"return, 0", "exit, 3", "uncaught-thread, 0", "uncaught-main, 1"})

@@ -88,7 +88,13 @@ public final class JavaTensorType {
     /** A new instance for {@code exporter}, a new reference; needs the GIL. */
     public static MemorySegment newInstance(DlpackExporter exporter, AutoCloseable owned) throws Throwable {
         MemorySegment o = PyErrors.check((MemorySegment) CApi.PyType_GenericAlloc.invokeExact(type(), 0L));
-        INSTANCES.put(o.address(), new Instance(exporter, owned));
+        Instance in = new Instance(exporter, owned);
+        INSTANCES.put(o.address(), in);
+        if (o.address() == lastAddress) {
+            // The address of an instance whose tp_finalize did not run (off from the JVM's shutdown on),
+            // reused by Python's allocator: the cache must not answer with that old instance.
+            lastInstance = in;
+        }
         if (Shutdown.isShuttingDown()) {
             Refs.incRef(o); // made after the host let go of Java (HostedJvmExit): never to be finalized
         }
