@@ -97,16 +97,16 @@ final class JavaBuffers {
         }
         Indexed known = BY_START.get(storageStart);
         ByteBuffer b = known == null ? null : covering(known.get(), address, bytes);
-        return b != null ? b : covering(walk(a.getManager(), storageStart), address, bytes);
+        return b != null ? b : walk(a.getManager(), storageStart, address, bytes);
     }
 
     /**
      * Indexes the buffers of every array of every open PyTorch manager, from the root of
-     * {@code from}'s, until one that starts at {@code start}.
+     * {@code from}'s, until one that starts at {@code start} covers {@code [address, address + bytes)}.
      *
      * @return that buffer, or null if none does
      */
-    private static ByteBuffer walk(NDManager from, long start) {
+    private static ByteBuffer walk(NDManager from, long start, long address, long bytes) {
         NDManager root = from;
         while (root.getParentManager() != null) {
             root = root.getParentManager();
@@ -119,7 +119,7 @@ final class JavaBuffers {
             Map<?, ?> resources = (Map<?, ?>) RESOURCES.get(m);
             if (resources != null) {
                 for (Object r : resources.values()) {
-                    ByteBuffer b = visit(r, start, managers);
+                    ByteBuffer b = covering(visit(r, start, managers), address, bytes);
                     if (b != null) {
                         return b;
                     }
@@ -128,7 +128,7 @@ final class JavaBuffers {
             Map<?, ?> temporary = (Map<?, ?>) TEMP_RESOURCES.get(m);
             if (temporary != null) {
                 for (Object r : temporary.values()) {
-                    ByteBuffer b = visit(TEMP_RESOURCE.get(r), start, managers);
+                    ByteBuffer b = covering(visit(TEMP_RESOURCE.get(r), start, managers), address, bytes);
                     if (b != null) {
                         return b;
                     }
@@ -144,10 +144,12 @@ final class JavaBuffers {
      * @return the array's buffer if it starts at {@code start}, else null
      */
     private static ByteBuffer visit(Object r, long start, ArrayDeque<BaseNDManager> managers) {
-        if (r instanceof PtNDArray p && DATA_REF.get(p) instanceof ByteBuffer b && b.isDirect()) {
+        if (r instanceof PtNDArray p && DATA_REF.get(p) instanceof ByteBuffer b && ownsItsMemory(b)) {
             long at = start(b);
             Indexed known = BY_START.get(at);
-            if (known == null || known.get() != b) {
+            ByteBuffer k = known == null ? null : known.get();
+            // The largest buffer at a start: a slice of an array's buffer can start where it does.
+            if (k == null || (k != b && k.capacity() < b.capacity())) {
                 BY_START.put(at, new Indexed(b, at));
             }
             return at == start ? b : null;
@@ -163,8 +165,19 @@ final class JavaBuffers {
         return MemorySegment.ofBuffer(b).address() - b.position();
     }
 
+    /**
+     * {@return whether holding {@code b} keeps its memory allocated} Not so for a buffer over memory
+     * it does not own, such as the one {@code toNDArray} gives DJL (made from an address: its
+     * segment's scope is the global one), whose memory goes when the tensor under it is released
+     * (that array's share is held through {@code shareOf} instead). Such a buffer in the index could
+     * outlive its memory, and its address be reused by another array's.
+     */
+    private static boolean ownsItsMemory(ByteBuffer b) {
+        return b.isDirect() && !MemorySegment.ofBuffer(b).scope().equals(MemorySegment.NULL.scope());
+    }
+
     private static ByteBuffer covering(ByteBuffer b, long address, long bytes) {
-        if (b == null || !b.isDirect()) {
+        if (b == null || !ownsItsMemory(b)) {
             return null;
         }
         long start = start(b);

@@ -110,6 +110,11 @@ final class TorchArrays {
         // DJL's handle is a torch::Tensor*; a Tensor is one intrusive_ptr, to its TensorImpl.
         long impl = word(a.getHandle());
         long storage = word(impl + TENSOR_STORAGE);
+        if (storage == 0) {
+            // A TensorImpl without a storage (MKLDNN, nested): reading through it would read address 16.
+            throw new IllegalArgumentException("the array has no storage that dlpack4j-djl can read (" + a.getShape()
+                    + " " + a.getDataType() + "): only dense CPU arrays are viewed; duplicate() it first");
+        }
         return new Storage(word(storage + STORAGE_DATA), word(storage + STORAGE_BYTES),
                 word(storage + STORAGE_CONTEXT) != 0);
     }
