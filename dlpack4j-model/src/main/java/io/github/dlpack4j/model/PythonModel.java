@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.Tensor;
@@ -76,7 +77,6 @@ public final class PythonModel implements AutoCloseable {
     private final String name;
     private final Python python;
     private final Signature signature;
-    private final ModelCall call;
     private final Scheduler scheduler;
     private final Recorder recorder;
     private final Duration timeout;
@@ -86,14 +86,20 @@ public final class PythonModel implements AutoCloseable {
     private PythonModel(Builder b, String name, ModelCall call) {
         this.name = name;
         this.python = b.python;
-        this.call = call;
         this.timeout = b.timeout;
         this.signature = new Signature(name, b.inputs, b.outputs, b.maxBatchRows > 0);
         this.recorder = new Recorder(name);
         this.scheduler = new Scheduler(name, recorder, b.maxQueue, b.maxBatchRows, b.maxDelay.toNanos(),
                 b.timeout == null ? 0 : b.timeout.toNanos());
+        // The last thread out lets go of the model: after close(), however long its last call ran.
+        AtomicInteger running = new AtomicInteger(b.workers);
+        Runnable exited = () -> {
+            if (running.decrementAndGet() == 0) {
+                call.close();
+            }
+        };
         for (int i = 0; i < b.workers; i++) {
-            Worker w = new Worker(scheduler, call, signature, recorder, b.maxBatchRows);
+            Worker w = new Worker(scheduler, call, signature, recorder, b.maxBatchRows, exited);
             workers.add(Thread.ofPlatform().name("dlpack4j-model-" + name + "-" + i).daemon(true).start(w));
         }
     }
@@ -241,9 +247,6 @@ public final class PythonModel implements AutoCloseable {
         });
         for (Request r : scheduler.drain()) {
             r.fail(new IllegalStateException("model " + name + " was closed before this call could run"));
-        }
-        if (workers.stream().noneMatch(Thread::isAlive)) {
-            call.close();
         }
     }
 

@@ -23,15 +23,19 @@ final class Worker implements Runnable {
     private final Signature signature;
     private final Recorder recorder;
     private final long maxBatchRows;
+    /** Runs once this thread is done, its buffers freed. */
+    private final Runnable exited;
     /** Per input, the stacked batch's buffer; null (or absent) until a stacked batch needs it. */
     private final List<Tensor> buffers = new ArrayList<>();
 
-    Worker(Scheduler scheduler, ModelCall call, Signature signature, Recorder recorder, long maxBatchRows) {
+    Worker(Scheduler scheduler, ModelCall call, Signature signature, Recorder recorder, long maxBatchRows,
+           Runnable exited) {
         this.scheduler = scheduler;
         this.call = call;
         this.signature = signature;
         this.recorder = recorder;
         this.maxBatchRows = maxBatchRows;
+        this.exited = exited;
     }
 
     @Override
@@ -49,6 +53,7 @@ final class Worker implements Runnable {
                     b.close();
                 }
             }
+            exited.run();
         }
     }
 
