@@ -162,6 +162,11 @@ class BatchingTest {
             assertThat(probe("alive")).containsExactly(true);
             assertThat(second.toFloatArray()).containsExactly(4, 4);
             second.close();
+            // The model's deleter runs with the GIL, once a thread takes it (the probe's call does).
+            long until = System.nanoTime() + 2_000_000_000L;
+            while (probe("alive").equals(List.of(true)) && System.nanoTime() < until) {
+                Thread.onSpinWait();
+            }
             assertThat(probe("alive")).containsExactly(false);
         } finally {
             inputs.forEach(Tensor::close);

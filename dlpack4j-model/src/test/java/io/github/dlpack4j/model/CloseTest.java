@@ -139,9 +139,10 @@ class CloseTest {
         assertThat(answered.get() + refused.get()).isEqualTo(2_000);
         assertThat(answered.get()).isPositive();
         assertThat(model.stats().answered()).isEqualTo(answered.get());
+        // At most the baseline: what earlier tests of this JVM left may be released meanwhile.
         try (PyObject collected = Models.PY.eval("__import__('gc').collect()")) {
-            assertThat(Dlpack.liveExports()).isEqualTo(exports);
-            assertThat(Dlpack.nativeBytesInUse()).isEqualTo(bytes);
+            assertThat(Dlpack.liveExports()).isLessThanOrEqualTo(exports);
+            assertThat(Dlpack.nativeBytesInUse()).isLessThanOrEqualTo(bytes);
         }
     }
 }

@@ -11,6 +11,7 @@ import java.util.concurrent.CompletableFuture;
 
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.python.PyObject;
 
 import jdk.jfr.Recording;
 import jdk.jfr.consumer.RecordedEvent;
@@ -21,34 +22,37 @@ import org.junit.jupiter.api.Test;
 class EventsTest {
     @Test
     void aRecordingWithNoSettingsHasTheModelsBatchRejectedAndTimedOutEvents() throws Exception {
-        String code = """
-                import time
+        Models.pythonModule("jfr_gate", """
+                import threading
                 import numpy as np
+
+                started = threading.Event()
+                release = threading.Event()
 
                 def make():
                     def run(x):
-                        if np.from_dlpack(x)[0, 0] < 0:
-                            time.sleep(0.5)
+                        if np.from_dlpack(x)[0, 0] < 0:  # a slow request: held until the test lets it go
+                            started.set()
+                            release.wait(30)
                         return np.from_dlpack(x) * 2
                     return run
-                """;
+                """);
         Path file = Models.file("model-events.jfr");
         try (Recording recording = new Recording()) {   // no settings: the events' own defaults
             recording.start();
-            try (PythonModel model = PythonModel.builder().python(Models.PY).name("recorded").source(code, "make")
-                    .input("x", DataType.FLOAT32, -1, 2).batching(4, Duration.ofMillis(100))
-                    .maxQueue(1).timeout(Duration.ofMillis(300)).build();
+            try (PythonModel model = PythonModel.builder().python(Models.PY).name("recorded")
+                    .factory("jfr_gate", "make").input("x", DataType.FLOAT32, -1, 2)
+                    .batching(4, Duration.ofMillis(100)).maxQueue(1).timeout(Duration.ofMillis(300)).build();
                  Tensor slow = Tensor.of(new float[] {-1, -1}, 1, 2);
                  Tensor fast = Tensor.of(new float[] {1, 2, 3, 4}, 2, 2)) {
                 model.predict(fast).close();
-                CompletableFuture<Map<String, Tensor>> timedOut = model.submit(Map.of("x", slow));
-                while (model.stats().batches() < 2) {   // the slow call runs: the queue is empty again
-                    Thread.sleep(5);
-                }
+                CompletableFuture<Map<String, Tensor>> held = model.submit(Map.of("x", slow));
+                awaitStarted();
                 CompletableFuture<Map<String, Tensor>> queued = model.submit(Map.of("x", fast));
                 assertThatThrownBy(() -> model.predict(fast)).isInstanceOf(ModelOverloadedException.class);
-                assertThatThrownBy(timedOut::join).cause().isInstanceOf(ModelTimeoutException.class);
-                queued.handle((r, e) -> r).join();
+                assertThatThrownBy(held::join).cause().isInstanceOf(ModelTimeoutException.class);
+                assertThatThrownBy(queued::join).cause().isInstanceOf(ModelTimeoutException.class);
+                Models.PY.exec("import jfr_gate\njfr_gate.release.set()");
             }
             recording.stop();
             recording.dump(file);
@@ -64,8 +68,21 @@ class EventsTest {
         assertThat(first.getDuration("runTime")).isPositive();
         assertThat(named(events, "io.github.dlpack4j.model.Rejected")).hasSize(1)
                 .allSatisfy(e -> assertThat(e.getInt("maxQueue")).isEqualTo(1));
-        assertThat(named(events, "io.github.dlpack4j.model.TimedOut")).isNotEmpty()
-                .allSatisfy(e -> assertThat(e.getString("model")).isEqualTo("recorded"));
+        List<RecordedEvent> timedOut = named(events, "io.github.dlpack4j.model.TimedOut");
+        assertThat(timedOut).hasSize(2).allSatisfy(e -> assertThat(e.getString("model")).isEqualTo("recorded"));
+        assertThat(timedOut.stream().map(e -> e.getBoolean("running"))).containsExactlyInAnyOrder(true, false);
+    }
+
+    private static void awaitStarted() throws InterruptedException {
+        for (int i = 0; i < 500; i++) {
+            try (PyObject s = Models.PY.eval("__import__('jfr_gate').started.is_set()")) {
+                if (s.asBoolean()) {
+                    return;
+                }
+            }
+            Thread.sleep(10);
+        }
+        throw new AssertionError("the slow call did not start");
     }
 
     private static List<RecordedEvent> named(List<RecordedEvent> events, String name) {
