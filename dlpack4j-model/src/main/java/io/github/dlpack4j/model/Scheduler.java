@@ -9,6 +9,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
+import io.github.dlpack4j.Tensor;
+
 /**
  * A model's queue: admission (bounded, refusing at once when full or closed), deadlines, and the
  * batches its workers take. Callbacks of a request's future never run under the queue's lock.
@@ -68,7 +70,7 @@ final class Scheduler {
      * @throws ModelOverloadedException if {@code maxQueue} requests wait already
      * @throws IllegalStateException    if the model is closed
      */
-    Request admit(List<io.github.dlpack4j.Tensor> inputs, long rows, String key) {
+    Request admit(List<Tensor> inputs, long rows, String key) {
         Request r = new Request(this, inputs, rows, key, System.nanoTime(), timeoutNanos);
         lock.lock();
         try {

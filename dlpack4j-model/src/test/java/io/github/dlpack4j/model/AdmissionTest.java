@@ -57,15 +57,7 @@ class AdmissionTest {
 
     /** Waits until the model's first call holds the worker. */
     private static void awaitStarted() throws InterruptedException {
-        for (int i = 0; i < 500; i++) {
-            try (PyObject s = Models.PY.eval("gate.started.is_set()")) {
-                if (s.asBoolean()) {
-                    return;
-                }
-            }
-            Thread.sleep(10);
-        }
-        throw new AssertionError("the model's call did not start");
+        Models.await("gate.started.is_set()");
     }
 
     private static void release() {

@@ -11,7 +11,6 @@ import java.util.concurrent.CompletableFuture;
 
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.Tensor;
-import io.github.dlpack4j.python.PyObject;
 
 import jdk.jfr.Recording;
 import jdk.jfr.consumer.RecordedEvent;
@@ -47,7 +46,7 @@ class EventsTest {
                  Tensor fast = Tensor.of(new float[] {1, 2, 3, 4}, 2, 2)) {
                 model.predict(fast).close();
                 CompletableFuture<Map<String, Tensor>> held = model.submit(Map.of("x", slow));
-                awaitStarted();
+                Models.await("__import__('jfr_gate').started.is_set()");
                 CompletableFuture<Map<String, Tensor>> queued = model.submit(Map.of("x", fast));
                 assertThatThrownBy(() -> model.predict(fast)).isInstanceOf(ModelOverloadedException.class);
                 assertThatThrownBy(held::join).cause().isInstanceOf(ModelTimeoutException.class);
@@ -71,18 +70,6 @@ class EventsTest {
         List<RecordedEvent> timedOut = named(events, "io.github.dlpack4j.model.TimedOut");
         assertThat(timedOut).hasSize(2).allSatisfy(e -> assertThat(e.getString("model")).isEqualTo("recorded"));
         assertThat(timedOut.stream().map(e -> e.getBoolean("running"))).containsExactlyInAnyOrder(true, false);
-    }
-
-    private static void awaitStarted() throws InterruptedException {
-        for (int i = 0; i < 500; i++) {
-            try (PyObject s = Models.PY.eval("__import__('jfr_gate').started.is_set()")) {
-                if (s.asBoolean()) {
-                    return;
-                }
-            }
-            Thread.sleep(10);
-        }
-        throw new AssertionError("the slow call did not start");
     }
 
     private static List<RecordedEvent> named(List<RecordedEvent> events, String name) {

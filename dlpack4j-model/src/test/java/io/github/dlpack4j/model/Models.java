@@ -47,6 +47,19 @@ final class Models {
         save(name + ".py", "open(path, 'w').write(code)\nimport importlib\nimportlib.invalidate_caches()");
     }
 
+    /** Waits, up to 5 s, until the Python expression {@code condition} is true (a model's call has started). */
+    static void await(String condition) throws InterruptedException {
+        for (int i = 0; i < 500; i++) {
+            try (PyObject s = PY.eval(condition)) {
+                if (s.asBoolean()) {
+                    return;
+                }
+            }
+            Thread.sleep(10);
+        }
+        throw new AssertionError("not within 5 s: " + condition);
+    }
+
     /** {@code torch.nn.Linear(4, 3)} with seeded weights, scripted and saved. */
     static Path linearTorchScript() {
         return save("linear.pt", """
