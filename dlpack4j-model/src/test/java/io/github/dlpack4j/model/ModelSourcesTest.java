@@ -13,6 +13,8 @@ import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.python.PythonException;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class ModelSourcesTest {
     private static final float[] X = {1, 2, 3, 4, -1, 0.5f, 2, -3};
@@ -28,6 +30,31 @@ class ModelSourcesTest {
             assertThat(model.name()).isEqualTo("linear");
             assertThat(y.shape()).containsExactly(2, 3);
             assertThat(y.toDoubleArray()).containsExactly(expected, within(1e-6));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"FLOAT32", "FLOAT64", "INT64", "UINT8", "BOOL"})
+    void aTorchScriptModelTakesAndGivesEachDtype(String name) throws Exception {
+        DataType dtype = (DataType) DataType.class.getField(name).get(null);
+        Models.pythonModule("twice_module", """
+                import torch
+
+                class Twice(torch.nn.Module):
+                    def forward(self, x: torch.Tensor) -> torch.Tensor:
+                        return torch.cat([x, x])
+                """);
+        Path f = Models.save("twice.pt", "import torch, twice_module\ntorch.jit.save(torch.jit.script(twice_module.Twice()), path)");
+        try (PythonModel model = PythonModel.builder().python(Models.PY).torchScript(f)
+                .input("x", dtype, -1, 3).output("y", dtype, -1, 3).build();
+             Tensor x = Tensor.zeros(dtype, 1, 3)) {
+            x.setLong(1, 0, 0);
+            x.setLong(0, 0, 1);
+            x.setLong(1, 0, 2);
+            try (Tensor y = model.predict(x)) {
+                assertThat(y.dtype()).isEqualTo(dtype);
+                assertThat(y.toLongArray()).containsExactly(1, 0, 1, 1, 0, 1);
+            }
         }
     }
 

@@ -1,11 +1,14 @@
 package io.github.dlpack4j.model;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 
+import io.github.dlpack4j.Dlpack;
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 
@@ -58,6 +61,17 @@ final class Models {
             Thread.sleep(10);
         }
         throw new AssertionError("not within 5 s: " + condition);
+    }
+
+    /**
+     * Asserts that live exports and native bytes are at most what they were (after Python's
+     * collector ran): at most, as what earlier tests of this JVM left may be released meanwhile.
+     */
+    static void assertReleasedSince(int liveExports, long nativeBytes) {
+        try (PyObject collected = PY.eval("__import__('gc').collect()")) {
+            assertThat(Dlpack.liveExports()).isLessThanOrEqualTo(liveExports);
+            assertThat(Dlpack.nativeBytesInUse()).isLessThanOrEqualTo(nativeBytes);
+        }
     }
 
     /** {@code torch.nn.Linear(4, 3)} with seeded weights, scripted and saved. */

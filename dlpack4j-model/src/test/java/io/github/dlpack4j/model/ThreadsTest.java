@@ -2,12 +2,15 @@ package io.github.dlpack4j.model;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
+import io.github.dlpack4j.DataType;
+import io.github.dlpack4j.Dlpack;
 import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.python.PyObject;
 
@@ -52,6 +55,33 @@ class ThreadsTest {
         try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
             eachGetsItsOwnAnswer(threads);
         }
+    }
+
+    @Test
+    void tenThousandVirtualThreadsOnOneBatchedModelEachGetTheirOwnRows() throws Exception {
+        int exports = Dlpack.liveExports();
+        long bytes = Dlpack.nativeBytesInUse();
+        try (PythonModel model = PythonModel.builder().python(Models.PY).source(DOUBLER, "make")
+                .input("x", DataType.FLOAT64, -1, 2).batching(64, Duration.ofMillis(1)).maxQueue(10_000).build()) {
+            try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+                List<Future<double[]>> answers = new ArrayList<>();
+                for (int i = 0; i < 10_000; i++) {
+                    double v = i;
+                    answers.add(threads.submit(() -> {
+                        try (Tensor x = Tensor.of(new double[] {v, -v}, 1, 2);
+                             Tensor y = model.predict(x)) {
+                            return y.toDoubleArray();
+                        }
+                    }));
+                }
+                for (int i = 0; i < answers.size(); i++) {
+                    assertThat(answers.get(i).get()).containsExactly(2.0 * i, -2.0 * i);
+                }
+            }
+            assertThat(model.stats().answered()).isEqualTo(10_000);
+            assertThat(model.stats().largestBatchRows()).isGreaterThan(1);
+        }
+        Models.assertReleasedSince(exports, bytes);
     }
 
     @Test
