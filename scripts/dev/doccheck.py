@@ -46,6 +46,7 @@ SNIPPET_SOURCES = (
     "dlpack4j-python/src/main/java/io/github/dlpack4j/python/PythonDlpack.java",
     "dlpack4j-arrow/src/main/java/io/github/dlpack4j/arrow/ArrowTensors.java",
     "dlpack4j-image/src/main/java/io/github/dlpack4j/image/ImageTensors.java",
+    "dlpack4j-model/src/main/java/io/github/dlpack4j/model/PythonModel.java",
 )
 # What a statement block sees, per reactor module (a module not in the reactor adds nothing).
 MODULE_IMPORTS = {
@@ -59,6 +60,7 @@ MODULE_IMPORTS = {
     ),
     "dlpack4j-onnxruntime": ("io.github.dlpack4j.onnxruntime", "ai.onnxruntime"),
     "dlpack4j-image": ("io.github.dlpack4j.image", "java.awt.image", "javax.imageio", "java.nio.file"),
+    "dlpack4j-model": ("io.github.dlpack4j.model", "java.time", "java.util.concurrent", "java.nio.file"),
     # DJL's ai.djl.ndarray.types.DataType clashes with ours: samples import DJL's types by name.
     "dlpack4j-djl": ("io.github.dlpack4j.djl",),
     # Spark's packages clash with ours (org.apache.spark.sql.types.DataType): samples import them by name.

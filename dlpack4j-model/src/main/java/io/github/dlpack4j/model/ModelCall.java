@@ -1,0 +1,169 @@
+package io.github.dlpack4j.model;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+import io.github.dlpack4j.ManagedTensor;
+import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.python.PyObject;
+import io.github.dlpack4j.python.Python;
+import io.github.dlpack4j.python.PythonDlpack;
+
+/**
+ * The model in the interpreter, and one call of it on Java tensors: the inputs exported without a
+ * copy, the callable run by the convention of {@code dlpack4j_model.py} (its {@code Runner}), the
+ * outputs imported without a copy. Every method takes the GIL for itself, once.
+ */
+final class ModelCall {
+    /** The helper module's name in {@code sys.modules}: made once per interpreter. */
+    private static final String HELPERS = "dlpack4j_model";
+
+    private final Python python;
+    /** The {@code Runner} around the model's callable. */
+    private final PyObject runner;
+    /** The declared outputs' names, or null when the model's result names them. */
+    private final List<String> outputNames;
+
+    private ModelCall(Python python, PyObject runner, List<String> outputNames) {
+        this.python = python;
+        this.runner = runner;
+        this.outputNames = outputNames;
+    }
+
+    /**
+     * Loads the model's callable.
+     *
+     * @param outputNames the declared outputs' names, or null
+     * @param batching    whether the model will run on batches (an exported program must then have a dynamic dim 0)
+     * @throws io.github.dlpack4j.python.PythonException if Python cannot load it
+     * @throws IllegalStateException if an exported program's dim 0 is static while batching is on
+     */
+    static ModelCall load(Python python, String name, ModelSource source, List<String> outputNames, boolean batching) {
+        return python.withGil(() -> {
+            try (PyObject helpers = helpers(python);
+                 PyObject model = loadCallable(helpers, name, source, batching)) {
+                PyObject runner = helpers.callMethod("Runner", name, model, source.torchInputs(), outputNames);
+                return new ModelCall(python, runner, outputNames);
+            }
+        });
+    }
+
+    private static PyObject loadCallable(PyObject helpers, String name, ModelSource source, boolean batching) {
+        return switch (source) {
+            case ModelSource.TorchScript(var file) -> helpers.callMethod("load_torchscript", file.toString());
+            case ModelSource.Factory(var module, var function, var args) ->
+                    helpers.callMethod("load_factory", module, function, args);
+            case ModelSource.Source(var code, var function, var args) ->
+                    helpers.callMethod("load_source", name, code, function, args);
+            case ModelSource.ExportedProgram(var file) -> {
+                try (PyObject loaded = helpers.callMethod("load_exported", file.toString());
+                     PyObject staticInputs = loaded.get(1)) {
+                    List<?> fixed = (List<?>) staticInputs.toJava();
+                    if (batching && !fixed.isEmpty()) {
+                        throw new IllegalStateException("model " + name + ": the exported program " + file
+                                + " cannot batch: its inputs " + fixed + " have a static dim 0; export it with "
+                                + "torch.export.Dim for dim 0, or build the model without batching");
+                    }
+                    yield loaded.get(0);
+                }
+            }
+        };
+    }
+
+    /** The helper module, run once per interpreter (the caller holds the GIL). */
+    private static PyObject helpers(Python python) {
+        try (PyObject sys = python.importModule("sys");
+             PyObject modules = sys.attr("modules");
+             PyObject present = modules.callMethod("__contains__", HELPERS)) {
+            if (!present.asBoolean()) {
+                try (PyObject types = python.importModule("types");
+                     PyObject builtins = python.importModule("builtins");
+                     PyObject module = types.callMethod("ModuleType", HELPERS);
+                     PyObject namespace = module.attr("__dict__");
+                     PyObject code = builtins.callMethod("compile", resource(), HELPERS + ".py", "exec");
+                     PyObject ignored = builtins.callMethod("exec", code, namespace)) {
+                    modules.callMethod("__setitem__", HELPERS, module).close();
+                }
+            }
+            return modules.get(HELPERS);
+        }
+    }
+
+    private static String resource() {
+        try (InputStream in = ModelCall.class.getResourceAsStream(HELPERS + ".py")) {
+            if (in == null) {
+                throw new IllegalStateException(HELPERS + ".py is missing from dlpack4j-model's jar");
+            }
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * Calls the model once, in one GIL scope: the inputs go to Python without a copy, the outputs
+     * come back imported through DLPack. The caller closes the outputs.
+     *
+     * @param inputs the input tensors in the model's order
+     * @return the outputs, by name in the model's order
+     * @throws io.github.dlpack4j.python.PythonException if the model raised
+     */
+    Outputs call(List<Tensor> inputs) {
+        return python.withGil(() -> {
+            PyObject[] args = new PyObject[inputs.size()];
+            List<ManagedTensor> imported = new ArrayList<>();
+            try {
+                for (int i = 0; i < args.length; i++) {
+                    args[i] = PythonDlpack.toPython(inputs.get(i));
+                }
+                try (PyObject result = runner.call((Object[]) args);
+                     PyObject values = result.get(1)) {
+                    List<String> names = outputNames != null ? outputNames : names(result);
+                    for (int j = 0; j < names.size(); j++) {
+                        try (PyObject v = values.get(j)) {
+                            imported.add(PythonDlpack.fromDlpack(v));
+                        }
+                    }
+                    return new Outputs(names, imported);
+                }
+            } catch (RuntimeException | Error e) {
+                imported.forEach(ManagedTensor::close);
+                throw e;
+            } finally {
+                for (PyObject a : args) {
+                    if (a != null) {
+                        a.close();
+                    }
+                }
+            }
+        });
+    }
+
+    private static List<String> names(PyObject result) {
+        try (PyObject n = result.get(0)) {
+            return ((List<?>) n.toJava()).stream().map(String::valueOf).toList();
+        }
+    }
+
+    /** Lets go of the model's callable. */
+    void close() {
+        python.withGil(runner::close);
+    }
+
+    /**
+     * A model call's outputs, imported: each closes the producer's tensor when its last view is closed.
+     *
+     * @param names   the outputs' names, in the model's order
+     * @param tensors the imported outputs, in the same order
+     */
+    record Outputs(List<String> names, List<ManagedTensor> tensors) implements AutoCloseable {
+        @Override
+        public void close() {
+            tensors.forEach(ManagedTensor::close);
+        }
+    }
+}

@@ -1,0 +1,32 @@
+package io.github.dlpack4j.model;
+
+import java.time.Duration;
+
+/**
+ * What a {@link PythonModel} has done since it was built: exact counters, and the distribution of
+ * waits and model calls.
+ *
+ * <p>{@code requests} counts admitted calls of {@code predict} and {@code submit} (not those refused
+ * by the signature check, a full queue or {@code close()}, and not the warm-up); each ends as
+ * {@code answered}, {@code failed} (the model raised, or its output broke the declared signature),
+ * {@code timedOut}, or cancelled by its caller (counted in none of the three). {@code rejected} counts
+ * the calls refused because the queue was full. Percentiles come from a histogram of every value
+ * since the build with buckets 1/16 of a power of two wide: each is the upper bound of its bucket, at
+ * most 6.25% above the true value.
+ *
+ * @param requests         calls admitted
+ * @param answered         calls answered with the model's outputs
+ * @param failed           calls that failed with the model's error or a broken output signature
+ * @param rejected         calls refused at once because the queue was full
+ * @param timedOut         calls whose deadline passed, waiting or running
+ * @param batches          model calls, reruns of a failed batch's requests one by one included
+ * @param largestBatchRows the most rows one model call has had
+ * @param queueWaitP50     the median time from admission to the start of the request's model call
+ * @param queueWaitP99     its 99th percentile
+ * @param runP50           the median time of one model call (with its inputs' and outputs' exchange)
+ * @param runP99           its 99th percentile
+ */
+public record ModelStats(long requests, long answered, long failed, long rejected, long timedOut,
+                         long batches, int largestBatchRows, Duration queueWaitP50, Duration queueWaitP99,
+                         Duration runP50, Duration runP99) {
+}

@@ -1,0 +1,509 @@
+package io.github.dlpack4j.model;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import io.github.dlpack4j.DataType;
+import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.python.Python;
+import io.github.dlpack4j.python.PythonException;
+
+/**
+ * A Python model loaded once into the embedded interpreter and called from any thread: a TorchScript
+ * file, an exported program, or any Python callable, with declared inputs and outputs checked in
+ * Java, optional dynamic batching, a bounded queue, deadlines, per-request failure isolation,
+ * {@linkplain #stats() stats} and JDK Flight Recorder events.
+ *
+ * {@snippet :
+ * try (PythonModel model = PythonModel.builder()
+ *         .torchScript(Path.of("mlp.pt"))
+ *         .input("x", DataType.FLOAT32, -1, 256)
+ *         .output("y", DataType.FLOAT32, -1, 16)
+ *         .batching(64, Duration.ofMillis(1))
+ *         .build();
+ *      Tensor x = Tensor.zeros(DataType.FLOAT32, 1, 256);
+ *      Tensor y = model.predict(x)) {
+ *     float[] scores = y.toFloatArray();
+ * }
+ * }
+ *
+ * <p><b>The calling convention.</b> The model's callable gets the inputs in declared order (without
+ * declared inputs, in the order of the map given to {@link #predict(Map)}) and returns one tensor, a
+ * tuple or list of them in declared order, or a dict of them by output name; any object with
+ * {@code __dlpack__} is a tensor (torch, NumPy, JAX). For {@link Builder#torchScript} and
+ * {@link Builder#exportedProgram} the inputs are torch tensors over the caller's (or the batch's)
+ * memory; for {@link Builder#factory} and {@link Builder#source} they are dlpack4j's Python tensor
+ * objects, which any DLPack consumer views without a copy ({@code torch.from_dlpack},
+ * {@code np.from_dlpack}). When loading the model imported torch, it runs under
+ * {@code torch.inference_mode()}. Without declared outputs, a single result is named {@code output},
+ * a tuple's items {@code output0}, {@code output1}, ..., and a dict keeps its keys.
+ *
+ * <p><b>Memory.</b> Without batching the model reads the caller's memory (torch's {@code data_ptr()}
+ * is the Java tensor's address). With batching, requests are copied once into a batch buffer the
+ * runtime reuses; a request alone in its batch runs on its own memory. Outputs are the model's own
+ * memory, imported through DLPack; with batching each request gets a view of its own rows, and the
+ * batch's memory is released when the last of them is closed. The caller owns the tensors that
+ * {@code predict} returns and closes them; they stay readable after the model is closed.
+ *
+ * <p><b>Threads.</b> {@code predict} and {@code submit} may be called from any thread, platform or
+ * virtual: the model runs on {@link Builder#workers} platform threads of its own (named
+ * {@code dlpack4j-model-NAME-N}), each holding the GIL only while Python runs, and a caller only
+ * waits (a virtual thread parks without pinning its carrier, and never runs Python itself).
+ *
+ * <p><b>Failures.</b> A call whose inputs break the declared signature is an
+ * {@link IllegalArgumentException} before Python runs; an output that breaks it fails that call with
+ * an {@link IllegalStateException} naming the output; the model's own error is a
+ * {@link PythonException}. A batch whose model call fails is run again request by request, so only a
+ * request that fails alone fails. A full queue refuses a call at once with
+ * {@link ModelOverloadedException}; a passed deadline is a {@link ModelTimeoutException}; a call
+ * after {@link #close()} is an {@link IllegalStateException}.
+ */
+public final class PythonModel implements AutoCloseable {
+    /** How long {@link #close()} waits for the admitted requests when no per-call deadline bounds them. */
+    private static final Duration CLOSE_WAIT = Duration.ofSeconds(30);
+
+    private final String name;
+    private final Python python;
+    private final Signature signature;
+    private final Scheduler scheduler;
+    private final Recorder recorder;
+    private final Duration timeout;
+    private final List<Thread> workers = new ArrayList<>();
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private PythonModel(Builder b, String name, ModelCall call) {
+        this.name = name;
+        this.python = b.python;
+        this.timeout = b.timeout;
+        this.signature = new Signature(name, b.inputs, b.outputs, b.maxBatchRows > 0);
+        this.recorder = new Recorder(name);
+        this.scheduler = new Scheduler(name, recorder, b.maxQueue, b.maxBatchRows, b.maxDelay.toNanos(),
+                b.timeout == null ? 0 : b.timeout.toNanos());
+        // The last thread out lets go of the model: after close(), however long its last call ran.
+        AtomicInteger running = new AtomicInteger(b.workers);
+        Runnable exited = () -> {
+            if (running.decrementAndGet() == 0) {
+                call.close();
+            }
+        };
+        for (int i = 0; i < b.workers; i++) {
+            Worker w = new Worker(scheduler, call, signature, recorder, b.maxBatchRows, exited);
+            workers.add(Thread.ofPlatform().name("dlpack4j-model-" + name + "-" + i).daemon(true).start(w));
+        }
+    }
+
+    /** {@return a builder: give it one source of the model, and the settings that differ from the defaults} */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Runs the model on one input and returns its one output.
+     *
+     * @param input the input tensor
+     * @return the output, owned by the caller, who closes it
+     * @throws IllegalArgumentException  if the model has several inputs or outputs, or {@code input}
+     *                                   breaks the declared signature
+     * @throws IllegalStateException     if the model is closed, or its output breaks the declared signature
+     * @throws ModelOverloadedException  if the queue is full
+     * @throws ModelTimeoutException     if the deadline passed
+     * @throws PythonException           if the model raised
+     */
+    public Tensor predict(Tensor input) {
+        List<TensorSpec> in = signature.inputs();
+        if (in.size() > 1 || signature.outputs().size() > 1) {
+            throw new IllegalArgumentException("model " + name + " has inputs " + names(in) + " and outputs "
+                    + names(signature.outputs()) + "; predict(Tensor) is for one input and one output: use predict(Map)");
+        }
+        Map<String, Tensor> out = predict(Map.of(in.isEmpty() ? "input" : in.getFirst().name(), input));
+        if (out.size() != 1) {
+            out.values().forEach(Tensor::close);
+            throw new IllegalArgumentException("model " + name + " returned outputs " + out.keySet()
+                    + "; predict(Tensor) is for one output: use predict(Map)");
+        }
+        return out.values().iterator().next();
+    }
+
+    private static List<String> names(List<TensorSpec> specs) {
+        return specs.stream().map(TensorSpec::name).toList();
+    }
+
+    /**
+     * Runs the model on named inputs and waits for its outputs. An interrupt while waiting drops the
+     * request if its model call has not started, and throws {@link CancellationException} with the
+     * thread's interrupt status set.
+     *
+     * @param inputs the inputs by name (without declared inputs, in the order the model takes them)
+     * @return the outputs by name, in the model's order; owned by the caller, who closes them
+     * @throws IllegalArgumentException  if the inputs break the declared signature
+     * @throws IllegalStateException     if the model is closed, or an output breaks the declared signature
+     * @throws ModelOverloadedException  if the queue is full
+     * @throws ModelTimeoutException     if the deadline passed, waiting or running: the caller waits no
+     *                                   longer, while a model call already running finishes (its outputs
+     *                                   are then let go)
+     * @throws PythonException           if the model raised
+     */
+    public Map<String, Tensor> predict(Map<String, ? extends Tensor> inputs) {
+        Request r = admit(inputs);
+        try {
+            return r.get();
+        } catch (InterruptedException e) {
+            r.cancel(false);
+            Thread.currentThread().interrupt();
+            throw new CancellationException("interrupted while waiting for model " + name);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            if (e.getCause() instanceof Error err) {
+                throw err;
+            }
+            throw new IllegalStateException(e.getCause());
+        }
+    }
+
+    /**
+     * Queues a call and returns at once. It throws at once what {@link #predict(Map)} throws at once
+     * (a broken signature, a full queue, a closed model); the future fails only with what happens
+     * after admission (a {@link ModelTimeoutException}, the model's error, an output that breaks the
+     * signature). Cancelling the future drops the request if its model call has not started. The
+     * future may complete on one of the model's threads: keep its callbacks short, or use the
+     * {@code ...Async} forms.
+     *
+     * @param inputs the inputs by name
+     * @return the outputs by name, owned by whoever takes them from the future
+     * @throws IllegalArgumentException if the inputs break the declared signature
+     * @throws IllegalStateException    if the model is closed
+     * @throws ModelOverloadedException if the queue is full
+     */
+    public CompletableFuture<Map<String, Tensor>> submit(Map<String, ? extends Tensor> inputs) {
+        return admit(inputs);
+    }
+
+    private Request admit(Map<String, ? extends Tensor> inputs) {
+        Objects.requireNonNull(inputs, "inputs");
+        if (closed.get()) {
+            throw new IllegalStateException("model " + name + " is closed");
+        }
+        List<Tensor> ordered = signature.order(inputs);
+        if (scheduler.batching()) {
+            return scheduler.admit(ordered, ordered.getFirst().shape()[0], Signature.batchKey(ordered));
+        }
+        return scheduler.admit(ordered, 1, null);
+    }
+
+    /** {@return the model's name: the builder's, else the file's name without its extension, or the function's} */
+    public String name() {
+        return name;
+    }
+
+    /** {@return the declared inputs, in the model's order; empty when none were declared} */
+    public List<TensorSpec> inputs() {
+        return signature.inputs();
+    }
+
+    /** {@return the declared outputs, in the model's order; empty when none were declared} */
+    public List<TensorSpec> outputs() {
+        return signature.outputs();
+    }
+
+    /** {@return the counters and latencies since the model was built} */
+    public ModelStats stats() {
+        return recorder.stats();
+    }
+
+    /**
+     * Stops admitting calls, answers every call already admitted, stops the model's threads (each
+     * frees its batch buffers) and lets go of the model. Idempotent, from any thread. It returns
+     * within the per-call deadline, or 30 s without one: calls still queued then fail with an
+     * {@link IllegalStateException}, and a model call still running finishes on its own.
+     */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        scheduler.close();
+        long until = System.nanoTime() + (timeout != null ? timeout : CLOSE_WAIT).toNanos();
+        // A caller inside a GIL scope lets it go: the workers need it to finish.
+        python.allowThreads(() -> {
+            for (Thread w : workers) {
+                if (w != Thread.currentThread()) {
+                    join(w, until);
+                }
+            }
+        });
+        for (Request r : scheduler.drain()) {
+            r.fail(new IllegalStateException("model " + name + " was closed before this call could run"));
+        }
+    }
+
+    private static void join(Thread t, long until) {
+        try {
+            t.join(Duration.ofNanos(Math.max(0, until - System.nanoTime())));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "PythonModel[" + name + ", inputs " + signature.inputs() + ", outputs " + signature.outputs() + "]";
+    }
+
+    /**
+     * The settings of a {@link PythonModel}: exactly one source ({@link #torchScript},
+     * {@link #exportedProgram}, {@link #factory}, {@link #source}), and optionally its inputs and
+     * outputs, batching, workers, queue and deadline.
+     */
+    public static final class Builder {
+        private String name;
+        private Python python;
+        private ModelSource source;
+        private final List<TensorSpec> inputs = new ArrayList<>();
+        private final List<TensorSpec> outputs = new ArrayList<>();
+        private long maxBatchRows;
+        private Duration maxDelay = Duration.ZERO;
+        private int workers = 1;
+        private int maxQueue = 1_000;
+        private Duration timeout;
+
+        private Builder() {
+        }
+
+        /**
+         * Names the model (in errors, thread names, stats and JFR events).
+         *
+         * @param name the model's name
+         * @return this builder
+         */
+        public Builder name(String name) {
+            this.name = Objects.requireNonNull(name, "name");
+            return this;
+        }
+
+        /**
+         * The interpreter to load the model into; {@link Python#start()} when not given.
+         *
+         * @param python the process's interpreter
+         * @return this builder
+         */
+        public Builder python(Python python) {
+            this.python = Objects.requireNonNull(python, "python");
+            return this;
+        }
+
+        /**
+         * A TorchScript file: {@code torch.jit.load(file, map_location="cpu")}, in eval mode.
+         *
+         * @param file the file {@code torch.jit.save} wrote
+         * @return this builder
+         */
+        public Builder torchScript(Path file) {
+            return source(new ModelSource.TorchScript(file.toAbsolutePath()));
+        }
+
+        /**
+         * An exported program: {@code torch.export.load(file).module()}. With batching, its inputs'
+         * dim 0 must be dynamic ({@code torch.export.Dim}): {@link #build()} refuses it otherwise.
+         *
+         * @param file the file {@code torch.export.save} wrote
+         * @return this builder
+         */
+        public Builder exportedProgram(Path file) {
+            return source(new ModelSource.ExportedProgram(file.toAbsolutePath()));
+        }
+
+        /**
+         * A Python function that makes the model: {@code module.function(*args)} returns the callable.
+         *
+         * @param module   the module to import
+         * @param function its function that returns the model's callable
+         * @param args     the function's arguments: strings, numbers, booleans, lists and maps of them
+         * @return this builder
+         */
+        public Builder factory(String module, String function, Object... args) {
+            return source(new ModelSource.Factory(Objects.requireNonNull(module, "module"),
+                    Objects.requireNonNull(function, "function"), Arrays.asList(args.clone())));
+        }
+
+        /**
+         * Python source that makes the model: {@code code} runs as a module of its own (its tracebacks
+         * show its lines, under the file name {@code <model NAME>}), then its {@code function(*args)}
+         * returns the callable.
+         *
+         * @param code     Python code that defines {@code function}
+         * @param function its function that returns the model's callable
+         * @param args     the function's arguments: strings, numbers, booleans, lists and maps of them
+         * @return this builder
+         */
+        public Builder source(String code, String function, Object... args) {
+            return source(new ModelSource.Source(Objects.requireNonNull(code, "code"),
+                    Objects.requireNonNull(function, "function"), Arrays.asList(args.clone())));
+        }
+
+        private Builder source(ModelSource s) {
+            if (source != null) {
+                throw new IllegalStateException("the model has a source already: " + source);
+            }
+            source = s;
+            return this;
+        }
+
+        /**
+         * Declares the next input, in the order the model takes them.
+         *
+         * @param name  the input's name, the key of {@link PythonModel#predict(Map)}
+         * @param dtype its element type
+         * @param shape its extents: -1 for any; with batching, dim 0 is the rows
+         * @return this builder
+         */
+        public Builder input(String name, DataType dtype, long... shape) {
+            inputs.add(spec(inputs, "input", name, dtype, shape));
+            return this;
+        }
+
+        /**
+         * Declares the next output, in the order the model returns them (or its name in the dict it returns).
+         *
+         * @param name  the output's name
+         * @param dtype its element type
+         * @param shape its extents: -1 for any; with batching, dim 0 is the rows
+         * @return this builder
+         */
+        public Builder output(String name, DataType dtype, long... shape) {
+            outputs.add(spec(outputs, "output", name, dtype, shape));
+            return this;
+        }
+
+        private static TensorSpec spec(List<TensorSpec> declared, String what, String name, DataType dtype, long[] shape) {
+            if (declared.stream().anyMatch(s -> s.name().equals(name))) {
+                throw new IllegalArgumentException(what + " " + name + " is declared twice");
+            }
+            return new TensorSpec(name, dtype, shape);
+        }
+
+        /**
+         * Turns on dynamic batching (off unless called): requests whose shapes after dim 0 match are
+         * stacked along dim 0, up to {@code maxBatchRows} rows, and a batch runs when it is full, when
+         * {@code maxDelay} has passed since its first request arrived, or at once when
+         * {@code maxDelay} is zero and a worker is free. A request with more rows runs alone.
+         *
+         * @param maxBatchRows the most rows of one model call, at least 1
+         * @param maxDelay     the longest a batch waits for more requests
+         * @return this builder
+         */
+        public Builder batching(int maxBatchRows, Duration maxDelay) {
+            if (maxBatchRows < 1 || maxDelay.isNegative()) {
+                throw new IllegalArgumentException("batching(" + maxBatchRows + ", " + maxDelay
+                        + "): rows at least 1, a delay of zero or more");
+            }
+            this.maxBatchRows = maxBatchRows;
+            this.maxDelay = maxDelay;
+            return this;
+        }
+
+        /**
+         * How many model calls may run at once (default 1): the model's threads, which hold the GIL
+         * in turn; torch lets it go inside its operators, so their calls overlap there.
+         *
+         * @param calls the number of the model's threads, at least 1
+         * @return this builder
+         */
+        public Builder workers(int calls) {
+            if (calls < 1) {
+                throw new IllegalArgumentException("workers(" + calls + "): at least 1");
+            }
+            this.workers = calls;
+            return this;
+        }
+
+        /**
+         * How many requests may wait (default 1,000); past it a call fails at once with
+         * {@link ModelOverloadedException}.
+         *
+         * @param requests the queue's size, at least 1
+         * @return this builder
+         */
+        public Builder maxQueue(int requests) {
+            if (requests < 1) {
+                throw new IllegalArgumentException("maxQueue(" + requests + "): at least 1");
+            }
+            this.maxQueue = requests;
+            return this;
+        }
+
+        /**
+         * A deadline per call, from admission, waiting and running together (default none): past
+         * it the call fails with {@link ModelTimeoutException}, and its caller waits no longer.
+         *
+         * @param perCall the deadline, more than zero
+         * @return this builder
+         */
+        public Builder timeout(Duration perCall) {
+            if (perCall.isNegative() || perCall.isZero()) {
+                throw new IllegalArgumentException("timeout(" + perCall + "): more than zero");
+            }
+            this.timeout = perCall;
+            return this;
+        }
+
+        /**
+         * Loads the model, warms it up and starts its threads. With inputs declared, the model runs
+         * once on zeros (-1 extents as 1), checked against the declared outputs; that run is not
+         * counted in the stats.
+         *
+         * @return the model, ready for calls
+         * @throws IllegalStateException if no source was given, or an exported program cannot batch
+         *                               (a static dim 0), or the warm-up's outputs break the signature
+         * @throws PythonException       if Python cannot load the model, or the warm-up raised
+         */
+        public PythonModel build() {
+            if (source == null) {
+                throw new IllegalStateException("no model: give torchScript, exportedProgram, factory or source");
+            }
+            if (python == null) {
+                python = Python.start();
+            }
+            String n = name != null ? name : source.defaultName();
+            Signature signature = new Signature(n, inputs, outputs, maxBatchRows > 0);
+            ModelCall call = ModelCall.load(python, n, source, signature.outputNames(), maxBatchRows > 0);
+            try {
+                if (!inputs.isEmpty()) {
+                    warmUp(call, signature);
+                }
+            } catch (RuntimeException | Error e) {
+                call.close();
+                throw e;
+            }
+            return new PythonModel(this, n, call);
+        }
+
+        private void warmUp(ModelCall call, Signature signature) {
+            Map<String, Tensor> zeros = new LinkedHashMap<>();
+            try {
+                for (TensorSpec s : inputs) {
+                    zeros.put(s.name(), Tensor.zeros(s.dtype(), s.warmUpShape()));
+                }
+                List<Tensor> ordered = signature.order(zeros);
+                try (ModelCall.Outputs out = call.call(ordered)) {
+                    signature.checkOutputs(out, maxBatchRows > 0 ? ordered.getFirst().shape()[0] : -1);
+                }
+            } finally {
+                zeros.values().forEach(Tensor::close);
+            }
+        }
+    }
+}

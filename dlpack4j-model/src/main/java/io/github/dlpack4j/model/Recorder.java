@@ -1,0 +1,91 @@
+package io.github.dlpack4j.model;
+
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/** Where a model's work is counted: its {@link ModelStats} and its JDK Flight Recorder events. */
+final class Recorder {
+    private final String model;
+    private final AtomicLong requests = new AtomicLong();
+    private final AtomicLong answered = new AtomicLong();
+    private final AtomicLong failed = new AtomicLong();
+    private final AtomicLong rejected = new AtomicLong();
+    private final AtomicLong timedOut = new AtomicLong();
+    private final AtomicLong batches = new AtomicLong();
+    private final AtomicInteger largestBatchRows = new AtomicInteger();
+    private final Latency queueWait = new Latency();
+    private final Latency run = new Latency();
+
+    Recorder(String model) {
+        this.model = model;
+    }
+
+    void admitted() {
+        requests.incrementAndGet();
+    }
+
+    void answered() {
+        answered.incrementAndGet();
+    }
+
+    void failed() {
+        failed.incrementAndGet();
+    }
+
+    void rejected(int maxQueue) {
+        rejected.incrementAndGet();
+        ModelEvents.Rejected e = new ModelEvents.Rejected();
+        if (e.shouldCommit()) {
+            e.model = model;
+            e.maxQueue = maxQueue;
+            e.commit();
+        }
+    }
+
+    void timedOut(boolean running, long waitedNanos) {
+        timedOut.incrementAndGet();
+        ModelEvents.TimedOut e = new ModelEvents.TimedOut();
+        if (e.shouldCommit()) {
+            e.model = model;
+            e.running = running;
+            e.waited = waitedNanos;
+            e.commit();
+        }
+    }
+
+    /** A request's model call starts {@code nanos} after its admission. */
+    void waited(long nanos) {
+        queueWait.record(nanos);
+    }
+
+    /**
+     * One model call ran.
+     *
+     * @param event    the call's event, begun when the call started
+     * @param rows     its rows
+     * @param requests the requests it answers
+     * @param longestWait the longest queue wait among them
+     * @param runNanos how long the call took
+     * @param ok       whether it gave outputs that passed the checks
+     */
+    void batch(ModelEvents.Batch event, long rows, int requests, long longestWait, long runNanos, boolean ok) {
+        batches.incrementAndGet();
+        largestBatchRows.accumulateAndGet((int) Math.min(rows, Integer.MAX_VALUE), Math::max);
+        run.record(runNanos);
+        if (event.shouldCommit()) {
+            event.model = model;
+            event.rows = rows;
+            event.requests = requests;
+            event.queueWait = longestWait;
+            event.runTime = runNanos;
+            event.failed = !ok;
+            event.commit();
+        }
+    }
+
+    ModelStats stats() {
+        return new ModelStats(requests.get(), answered.get(), failed.get(), rejected.get(), timedOut.get(),
+                batches.get(), largestBatchRows.get(), queueWait.percentile(0.5), queueWait.percentile(0.99),
+                run.percentile(0.5), run.percentile(0.99));
+    }
+}

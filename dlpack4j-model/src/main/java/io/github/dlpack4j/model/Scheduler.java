@@ -1,0 +1,199 @@
+package io.github.dlpack4j.model;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+import io.github.dlpack4j.Tensor;
+
+/**
+ * A model's queue: admission (bounded, refusing at once when full or closed), deadlines, and the
+ * batches its workers take. Callbacks of a request's future never run under the queue's lock.
+ */
+final class Scheduler {
+    /** One timer thread for the deadlines of every model in the JVM; a done request's timer is removed. */
+    private static final ScheduledThreadPoolExecutor DEADLINES = deadlines();
+
+    private final String name;
+    private final Recorder recorder;
+    private final int maxQueue;
+    /** The most rows a batch stacks; 0 without batching. */
+    private final long maxBatchRows;
+    private final long maxDelayNanos;
+    private final long timeoutNanos;
+
+    private final ReentrantLock lock = new ReentrantLock();
+    /** Workers with no batch wait here. */
+    private final Condition idle = lock.newCondition();
+    /** Workers gathering a batch wait here for more requests, until the batch's delay is over. */
+    private final Condition gathering = lock.newCondition();
+    private final ArrayDeque<Request> queue = new ArrayDeque<>();
+    private int gatherers;
+    private boolean closed;
+
+    Scheduler(String name, Recorder recorder, int maxQueue, long maxBatchRows, long maxDelayNanos, long timeoutNanos) {
+        this.name = name;
+        this.recorder = recorder;
+        this.maxQueue = maxQueue;
+        this.maxBatchRows = maxBatchRows;
+        this.maxDelayNanos = maxDelayNanos;
+        this.timeoutNanos = timeoutNanos;
+    }
+
+    private static ScheduledThreadPoolExecutor deadlines() {
+        ScheduledThreadPoolExecutor e = new ScheduledThreadPoolExecutor(1,
+                Thread.ofPlatform().name("dlpack4j-model-deadlines").daemon(true).factory());
+        e.setRemoveOnCancelPolicy(true);
+        return e;
+    }
+
+    String name() {
+        return name;
+    }
+
+    Recorder recorder() {
+        return recorder;
+    }
+
+    boolean batching() {
+        return maxBatchRows > 0;
+    }
+
+    /**
+     * Queues a request and returns it.
+     *
+     * @throws ModelOverloadedException if {@code maxQueue} requests wait already
+     * @throws IllegalStateException    if the model is closed
+     */
+    Request admit(List<Tensor> inputs, long rows, String key) {
+        Request r = new Request(this, inputs, rows, key, System.nanoTime(), timeoutNanos);
+        lock.lock();
+        try {
+            if (closed) {
+                throw new IllegalStateException("model " + name + " is closed");
+            }
+            if (queue.size() >= maxQueue) {
+                recorder.rejected(maxQueue);
+                throw new ModelOverloadedException("model " + name + ": " + maxQueue + " requests wait already "
+                        + "(maxQueue); try again later");
+            }
+            queue.addLast(r);
+            recorder.admitted();
+            if (gatherers > 0) {
+                gathering.signalAll();
+            } else {
+                idle.signal();
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (r.hasDeadline) {
+            r.timer = DEADLINES.schedule(() -> expire(r), timeoutNanos, TimeUnit.NANOSECONDS);
+            if (r.isDone()) { // done before its timer was set: nothing else removes it
+                r.timer.cancel(false);
+            }
+        }
+        return r;
+    }
+
+    /** The deadline of {@code r} passed: out of the queue if it waits there, and failed. */
+    private void expire(Request r) {
+        drop(r);
+        r.timeOut(System.nanoTime());
+    }
+
+    /** Removes {@code r} from the queue, if it waits there. */
+    void drop(Request r) {
+        lock.lock();
+        try {
+            queue.remove(r);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The next batch for a worker: waits for a first request, then, with batching, gathers the
+     * waiting requests of the same {@linkplain Signature#batchKey key} in arrival order up to
+     * {@code maxBatchRows} rows, until the batch is full or {@code maxDelay} has passed since its
+     * first request arrived. A first request with {@code maxBatchRows} rows or more runs alone.
+     *
+     * @return the requests, in arrival order; null once the model is closed and its queue empty
+     */
+    List<Request> next() throws InterruptedException {
+        lock.lock();
+        try {
+            Request first;
+            while ((first = queue.pollFirst()) == null) {
+                if (closed) {
+                    return null;
+                }
+                idle.await();
+            }
+            List<Request> batch = new ArrayList<>();
+            batch.add(first);
+            if (!batching() || first.rows >= maxBatchRows) {
+                return batch;
+            }
+            long rows = first.rows;
+            long until = first.admitted + maxDelayNanos;
+            gatherers++;
+            try {
+                while (true) {
+                    for (Iterator<Request> it = queue.iterator(); it.hasNext() && rows < maxBatchRows; ) {
+                        Request r = it.next();
+                        if (r.key.equals(first.key) && rows + r.rows <= maxBatchRows) {
+                            it.remove();
+                            batch.add(r);
+                            rows += r.rows;
+                        }
+                    }
+                    long left = until - System.nanoTime();
+                    if (rows >= maxBatchRows || left <= 0 || closed) {
+                        return batch;
+                    }
+                    if (!queue.isEmpty()) { // requests this batch cannot take: another worker may
+                        idle.signal();
+                    }
+                    gathering.awaitNanos(left);
+                }
+            } finally {
+                gatherers--;
+                if (!queue.isEmpty()) {
+                    idle.signal();
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Stops admitting; the workers answer the requests queued and stop. */
+    void close() {
+        lock.lock();
+        try {
+            closed = true;
+            idle.signalAll();
+            gathering.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@return the requests still queued, removed from the queue: the close waited long enough} */
+    List<Request> drain() {
+        lock.lock();
+        try {
+            List<Request> left = new ArrayList<>(queue);
+            queue.clear();
+            return left;
+        } finally {
+            lock.unlock();
+        }
+    }
+}

@@ -1,0 +1,228 @@
+package io.github.dlpack4j.model;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import io.github.dlpack4j.ManagedTensor;
+import io.github.dlpack4j.Tensor;
+
+/**
+ * One of a model's platform threads: takes batches from the {@link Scheduler} and runs them, one
+ * model call at a time. A batch of one request runs on the caller's own memory; a larger one is
+ * stacked into this worker's input buffers (one per input, {@code maxBatchRows} rows, reused), and
+ * each request gets a view of its own rows of the outputs. When a stacked call fails, its requests
+ * run again one by one, so that only a request that fails alone fails.
+ */
+final class Worker implements Runnable {
+    private final Scheduler scheduler;
+    private final ModelCall call;
+    private final Signature signature;
+    private final Recorder recorder;
+    private final long maxBatchRows;
+    /** Runs once this thread is done, its buffers freed. */
+    private final Runnable exited;
+    /** Per input, the stacked batch's buffer; null (or absent) until a stacked batch needs it. */
+    private final List<Tensor> buffers = new ArrayList<>();
+
+    Worker(Scheduler scheduler, ModelCall call, Signature signature, Recorder recorder, long maxBatchRows,
+           Runnable exited) {
+        this.scheduler = scheduler;
+        this.call = call;
+        this.signature = signature;
+        this.recorder = recorder;
+        this.maxBatchRows = maxBatchRows;
+        this.exited = exited;
+    }
+
+    @Override
+    public void run() {
+        try {
+            List<Request> batch;
+            while ((batch = scheduler.next()) != null) {
+                run(batch);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            for (Tensor b : buffers) {
+                if (b != null) {
+                    b.close();
+                }
+            }
+            exited.run();
+        }
+    }
+
+    private void run(List<Request> gathered) {
+        long now = System.nanoTime();
+        List<Request> batch = new ArrayList<>(gathered.size());
+        for (Request r : gathered) {
+            if (r.expired(now)) {
+                r.timeOut(now); // dropped before its batch runs
+            } else if (!r.isDone()) {
+                r.startedAt = now;
+                r.started = true;
+                batch.add(r);
+            }
+        }
+        if (batch.size() == 1) {
+            runAlone(batch.getFirst());
+        } else if (!batch.isEmpty() && !runStacked(batch)) {
+            batch.forEach(this::runAlone);
+        }
+    }
+
+    /** One request on its own memory: no copy. */
+    private void runAlone(Request r) {
+        long start = System.nanoTime();
+        long wait = start - r.admitted;
+        recorder.waited(wait);
+        ModelEvents.Batch event = new ModelEvents.Batch();
+        event.begin();
+        Map<String, Tensor> answer;
+        try (ModelCall.Outputs out = call.call(r.inputs)) {
+            signature.checkOutputs(out, scheduler.batching() ? r.rows : -1);
+            answer = answer(out, -1, 0);
+        } catch (RuntimeException | Error e) {
+            recorder.batch(event, r.rows, 1, wait, System.nanoTime() - start, false);
+            r.fail(e);
+            return;
+        }
+        recorder.batch(event, r.rows, 1, wait, System.nanoTime() - start, true);
+        r.answer(answer);
+    }
+
+    /**
+     * A request's outputs: owning handles of rows {@code from} to {@code from + rows} of each
+     * output, or of the whole output when {@code from} is -1. The model's memory is released when
+     * the last handle is closed.
+     */
+    private static Map<String, Tensor> answer(ModelCall.Outputs out, long from, long rows) {
+        Map<String, Tensor> answer = new LinkedHashMap<>();
+        for (int j = 0; j < out.names().size(); j++) {
+            Tensor t = out.tensors().get(j).tensor();
+            answer.put(out.names().get(j), from < 0 ? t.share() : t.slice(0, from, from + rows, 1).share());
+        }
+        return answer;
+    }
+
+    /**
+     * Several requests stacked into one model call.
+     *
+     * @return false if the call failed: its requests are then still to answer
+     */
+    private boolean runStacked(List<Request> batch) {
+        long start = System.nanoTime();
+        long longestWait = start - batch.getFirst().admitted;
+        long rows = 0;
+        for (Request r : batch) {
+            recorder.waited(start - r.admitted);
+            rows += r.rows;
+        }
+        List<Tensor> inputs = stack(batch, rows);
+        ModelEvents.Batch event = new ModelEvents.Batch();
+        event.begin();
+        ModelCall.Outputs out;
+        try {
+            out = call.call(inputs);
+        } catch (RuntimeException | Error e) {
+            recorder.batch(event, rows, batch.size(), longestWait, System.nanoTime() - start, false);
+            return false;
+        }
+        try (out) {
+            try {
+                signature.checkOutputs(out, rows);
+            } catch (IllegalStateException e) {
+                recorder.batch(event, rows, batch.size(), longestWait, System.nanoTime() - start, false);
+                return false;
+            }
+            recorder.batch(event, rows, batch.size(), longestWait, System.nanoTime() - start, true);
+            retireAliasedBuffers(out);
+            long from = 0;
+            for (Request r : batch) {
+                r.answer(answer(out, from, r.rows));
+                from += r.rows;
+            }
+        }
+        return true;
+    }
+
+    /** The batch's inputs: each request's rows copied, one after the other, into this worker's buffers. */
+    private List<Tensor> stack(List<Request> batch, long rows) {
+        int count = batch.getFirst().inputs.size();
+        List<Tensor> inputs = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            Tensor like = batch.getFirst().inputs.get(i);
+            Tensor buffer = buffer(i, like);
+            int input = i;
+            buffer.withData(dst -> {
+                long at = 0;
+                for (Request r : batch) {
+                    at += copyInto(r.inputs.get(input), dst, at);
+                }
+                return null;
+            });
+            inputs.add(buffer.slice(0, 0, rows, 1));
+        }
+        return inputs;
+    }
+
+    /** {@return the bytes of {@code t}, copied in row-major order into {@code dst} at {@code at}} */
+    private static long copyInto(Tensor t, MemorySegment dst, long at) {
+        if (t.isContiguous()) {
+            return t.withData(src -> {
+                MemorySegment.copy(src, 0, dst, at, src.byteSize());
+                return src.byteSize();
+            });
+        }
+        try (Tensor compact = t.copy()) {
+            return copyInto(compact, dst, at);
+        }
+    }
+
+    /** The buffer of input {@code i}, made anew when a batch's dtype or row shape differs from the last one's. */
+    private Tensor buffer(int i, Tensor like) {
+        long[] shape = like.shape();
+        shape[0] = maxBatchRows;
+        while (buffers.size() <= i) {
+            buffers.add(null);
+        }
+        Tensor b = buffers.get(i);
+        if (b == null || !b.dtype().equals(like.dtype()) || !Arrays.equals(b.shape(), shape)) {
+            if (b != null) {
+                b.close();
+            }
+            b = Tensor.zeros(like.dtype(), shape);
+            buffers.set(i, b);
+        }
+        return b;
+    }
+
+    /**
+     * A model that returns its input (or a view of it) hands the callers memory of this worker's
+     * buffer: that buffer is theirs now, and the next batch gets a new one (the old memory is freed
+     * when their views are closed).
+     */
+    private void retireAliasedBuffers(ModelCall.Outputs out) {
+        for (int i = 0; i < buffers.size(); i++) {
+            Tensor b = buffers.get(i);
+            if (b == null) {
+                continue;
+            }
+            long lo = b.dataPointer();
+            long hi = lo + b.withData(MemorySegment::byteSize);
+            for (ManagedTensor m : out.tensors()) {
+                long p = m.tensor().dataPointer();
+                if (p >= lo && p < hi) {
+                    b.close();
+                    buffers.set(i, null);
+                    break;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+"""The Python side of dlpack4j-model: loading a model, and calling it by the module's convention.
+
+Runs once per interpreter as the module ``dlpack4j_model`` (never in ``__main__``)."""
+
+import importlib
+import linecache
+import sys
+import types
+
+
+def load_source(name, source, function, args):
+    filename = f"<model {name}>"
+    # Tracebacks of the model's code show its lines.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    module = types.ModuleType(f"dlpack4j_model_{name}")
+    module.__file__ = filename
+    exec(compile(source, filename, "exec"), module.__dict__)
+    if not callable(getattr(module, function, None)):
+        raise NameError(f"model {name}: its source defines no function {function}")
+    return getattr(module, function)(*args)
+
+
+def load_factory(module, function, args):
+    return getattr(importlib.import_module(module), function)(*args)
+
+
+def load_torchscript(path):
+    import torch
+
+    model = torch.jit.load(path, map_location="cpu")
+    model.eval()
+    return model
+
+
+def load_exported(path):
+    """The program's module, and the names of its inputs whose dim 0 is static (they cannot batch)."""
+    import torch
+
+    program = torch.export.load(path)
+    user_inputs = set(program.graph_signature.user_inputs)
+    static = []
+    for node in program.graph.nodes:
+        if node.op == "placeholder" and node.name in user_inputs:
+            value = node.meta.get("val")
+            if value is not None and value.dim() > 0 and not isinstance(value.shape[0], torch.SymInt):
+                static.append(f"{node.name} (dim 0 is {value.shape[0]})")
+    return program.module(), static
+
+
+class Runner:
+    """Calls the model on DLPack objects and returns (names, values) of its outputs.
+
+    ``outputs`` is the declared output names, or None: then a single result is ``output``, a
+    tuple's items ``output0``, ``output1``, ..., and a dict keeps its keys."""
+
+    def __init__(self, name, model, torch_inputs, outputs):
+        self.name = name
+        self.model = model
+        self.outputs = outputs
+        # The model's framework is torch when loading it imported torch.
+        self.torch = sys.modules.get("torch")
+        self.convert = self.torch.from_dlpack if torch_inputs else None
+
+    def __call__(self, *args):
+        if self.convert is not None:
+            args = [self.convert(a) for a in args]
+        if self.torch is None:
+            result = self.model(*args)
+        else:
+            with self.torch.inference_mode():
+                result = self.model(*args)
+        return self.named(result)
+
+    def named(self, result):
+        names = self.outputs
+        if isinstance(result, dict):
+            if names is None:
+                return list(result), tuple(result.values())
+            missing = [n for n in names if n not in result]
+            if missing:
+                raise KeyError(f"model {self.name} returned a dict without {missing}; it has {list(result)}")
+            return names, tuple(result[n] for n in names)
+        if isinstance(result, (tuple, list)):
+            if names is None:
+                return [f"output{i}" for i in range(len(result))], tuple(result)
+            if len(result) != len(names):
+                raise ValueError(f"model {self.name} returned {len(result)} outputs; {len(names)} are declared: {names}")
+            return names, tuple(result)
+        if names is None:
+            return ["output"], (result,)
+        if len(names) != 1:
+            raise ValueError(f"model {self.name} returned one output; {len(names)} are declared: {names}")
+        return names, (result,)

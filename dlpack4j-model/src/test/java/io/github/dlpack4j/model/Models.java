@@ -1,0 +1,117 @@
+package io.github.dlpack4j.model;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import io.github.dlpack4j.Dlpack;
+import io.github.dlpack4j.python.PyObject;
+import io.github.dlpack4j.python.Python;
+
+/** The tests' interpreter, and real torch models they save and run directly for the expected answers. */
+final class Models {
+    static final Python PY = Python.start();
+    private static final Path DIR = tempDir();
+
+    private Models() {
+    }
+
+    private static Path tempDir() {
+        try {
+            Path d = Files.createTempDirectory("dlpack4j-model-test");
+            d.toFile().deleteOnExit();
+            return d;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** A file in the tests' directory. */
+    static Path file(String name) {
+        return DIR.resolve(name);
+    }
+
+    /** Runs Python code with {@code path} bound to {@code file}'s path (to save a model there). */
+    static Path save(String name, String code) {
+        Path f = file(name);
+        PY.exec("path = " + pyString(f.toString()) + "\n" + code);
+        return f;
+    }
+
+    /** Writes {@code code} as the Python module {@code name}, importable from now on. */
+    static void pythonModule(String name, String code) {
+        PY.exec("import sys\nif " + pyString(DIR.toString()) + " not in sys.path: sys.path.insert(0, "
+                + pyString(DIR.toString()) + ")");
+        PY.setGlobal("code", code);
+        save(name + ".py", "open(path, 'w').write(code)\nimport importlib\nimportlib.invalidate_caches()");
+    }
+
+    /** Waits, up to 5 s, until the Python expression {@code condition} is true (a model's call has started). */
+    static void await(String condition) throws InterruptedException {
+        for (int i = 0; i < 500; i++) {
+            try (PyObject s = PY.eval(condition)) {
+                if (s.asBoolean()) {
+                    return;
+                }
+            }
+            Thread.sleep(10);
+        }
+        throw new AssertionError("not within 5 s: " + condition);
+    }
+
+    /**
+     * Asserts that live exports and native bytes are at most what they were (after Python's
+     * collector ran): at most, as what earlier tests of this JVM left may be released meanwhile.
+     */
+    static void assertReleasedSince(int liveExports, long nativeBytes) {
+        try (PyObject collected = PY.eval("__import__('gc').collect()")) {
+            assertThat(Dlpack.liveExports()).isLessThanOrEqualTo(liveExports);
+            assertThat(Dlpack.nativeBytesInUse()).isLessThanOrEqualTo(nativeBytes);
+        }
+    }
+
+    /** {@code torch.nn.Linear(4, 3)} with seeded weights, scripted and saved. */
+    static Path linearTorchScript() {
+        return save("linear.pt", """
+                import torch
+                torch.manual_seed(0)
+                torch.jit.save(torch.jit.script(torch.nn.Linear(4, 3)), path)
+                """);
+    }
+
+    /** The same {@code Linear(4, 3)} exported, with a dynamic dim 0 when {@code dynamic}. */
+    static Path linearExported(boolean dynamic) {
+        return save(dynamic ? "linear-dynamic.pt2" : "linear-static.pt2", """
+                import torch
+                torch.manual_seed(0)
+                m = torch.nn.Linear(4, 3)
+                shapes = {"input": {0: torch.export.Dim("rows", min=1, max=1024)}} if %s else None
+                torch.export.save(torch.export.export(m, (torch.zeros(2, 4),), dynamic_shapes=shapes), path)
+                """.formatted(dynamic ? "True" : "False"));
+    }
+
+    /** {@code model(torch.tensor(values).reshape(rows, -1))} run directly in Python, as a flat list. */
+    static double[] torchAnswer(String loadExpression, Path file, float[] values, int rows) {
+        PY.exec("import torch\nm = " + loadExpression.replace("FILE", pyString(file.toString())));
+        PY.setGlobal("values", toList(values));
+        try (PyObject out = PY.eval("m(torch.tensor(values).reshape(" + rows + ", -1)).detach().flatten().tolist()")) {
+            return ((List<?>) out.toJava()).stream().mapToDouble(v -> ((Number) v).doubleValue()).toArray();
+        }
+    }
+
+    private static List<Float> toList(float[] values) {
+        Float[] boxed = new Float[values.length];
+        for (int i = 0; i < values.length; i++) {
+            boxed[i] = values[i];
+        }
+        return List.of(boxed);
+    }
+
+    static String pyString(String s) {
+        return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'";
+    }
+}

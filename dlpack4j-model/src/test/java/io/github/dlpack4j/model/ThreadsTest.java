@@ -1,0 +1,130 @@
+package io.github.dlpack4j.model;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import io.github.dlpack4j.DataType;
+import io.github.dlpack4j.Dlpack;
+import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.python.PyObject;
+
+import org.junit.jupiter.api.Test;
+
+class ThreadsTest {
+    private static final String DOUBLER = """
+            import numpy as np
+
+            def make():
+                return lambda x: np.from_dlpack(x) * 2
+            """;
+
+    private static void eachGetsItsOwnAnswer(ExecutorService threads) throws Exception {
+        try (PythonModel model = PythonModel.builder().python(Models.PY).source(DOUBLER, "make").workers(2).build()) {
+            List<Future<Double>> answers = new ArrayList<>();
+            for (int i = 0; i < 200; i++) {
+                double v = i;
+                answers.add(threads.submit(() -> {
+                    try (Tensor x = Tensor.of(new double[] {v}, 1);
+                         Tensor y = model.predict(x)) {
+                        return y.getDouble(0);
+                    }
+                }));
+            }
+            for (int i = 0; i < answers.size(); i++) {
+                assertThat(answers.get(i).get()).isEqualTo(2.0 * i);
+            }
+            assertThat(model.stats().answered()).isEqualTo(200);
+        }
+    }
+
+    @Test
+    void platformThreadsEachGetTheirOwnAnswer() throws Exception {
+        try (ExecutorService threads = Executors.newFixedThreadPool(8)) {
+            eachGetsItsOwnAnswer(threads);
+        }
+    }
+
+    @Test
+    void virtualThreadsEachGetTheirOwnAnswer() throws Exception {
+        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            eachGetsItsOwnAnswer(threads);
+        }
+    }
+
+    @Test
+    void tenThousandVirtualThreadsOnOneBatchedModelEachGetTheirOwnRows() throws Exception {
+        int exports = Dlpack.liveExports();
+        long bytes = Dlpack.nativeBytesInUse();
+        try (PythonModel model = PythonModel.builder().python(Models.PY).source(DOUBLER, "make")
+                .input("x", DataType.FLOAT64, -1, 2).batching(64, Duration.ofMillis(1)).maxQueue(10_000).build()) {
+            try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+                List<Future<double[]>> answers = new ArrayList<>();
+                for (int i = 0; i < 10_000; i++) {
+                    double v = i;
+                    answers.add(threads.submit(() -> {
+                        try (Tensor x = Tensor.of(new double[] {v, -v}, 1, 2);
+                             Tensor y = model.predict(x)) {
+                            return y.toDoubleArray();
+                        }
+                    }));
+                }
+                for (int i = 0; i < answers.size(); i++) {
+                    assertThat(answers.get(i).get()).containsExactly(2.0 * i, -2.0 * i);
+                }
+            }
+            assertThat(model.stats().answered()).isEqualTo(10_000);
+            assertThat(model.stats().largestBatchRows()).isGreaterThan(1);
+        }
+        Models.assertReleasedSince(exports, bytes);
+    }
+
+    @Test
+    void atMostWorkersModelCallsRunAtOnceAndTheyOverlapOutsideTheGil() throws Exception {
+        Models.pythonModule("sleeper", """
+                import threading, time
+                import numpy as np
+
+                state = {"active": 0, "most": 0, "threads": set()}
+                lock = threading.Lock()
+
+                def make():
+                    def run(x):
+                        with lock:
+                            state["active"] += 1
+                            state["most"] = max(state["most"], state["active"])
+                            state["threads"].add(threading.get_ident())
+                        time.sleep(0.05)  # lets the GIL go, as torch's operators do
+                        with lock:
+                            state["active"] -= 1
+                        return np.from_dlpack(x)
+                    return run
+
+                def most():
+                    return state["most"], len(state["threads"])
+                """);
+        try (PythonModel model = PythonModel.builder().python(Models.PY).factory("sleeper", "make")
+                .workers(2).build();
+             ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            List<Future<?>> calls = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                calls.add(threads.submit(() -> {
+                    try (Tensor x = Tensor.of(new float[] {1}, 1)) {
+                        model.predict(x).close();
+                    }
+                }));
+            }
+            for (Future<?> c : calls) {
+                c.get();
+            }
+            try (PyObject most = Models.PY.eval("__import__('sleeper').most()")) {
+                assertThat(most.toJava()).isEqualTo(List.of(2L, 2L));
+            }
+        }
+    }
+}
