@@ -30,8 +30,7 @@ class WaitingTest {
                 import threading, weakref
                 import numpy as np
 
-                started = threading.Event()
-                release = threading.Event()
+                started, release = threading.Event(), threading.Event()
                 live = [0]  # outputs not yet let go
                 done = [0]  # model calls finished
 

@@ -29,8 +29,7 @@ class WorkerTest {
                 import threading
                 import numpy as np
 
-                started = threading.Event()
-                release = threading.Event()
+                started, release = threading.Event(), threading.Event()
                 calls = []  # the rows of each model call
 
                 def make(mode):
@@ -46,9 +45,7 @@ class WorkerTest {
                     return run
 
                 def reset():
-                    started.clear()
-                    release.clear()
-                    calls.clear()
+                    started.clear(); release.clear(); calls.clear()
                 """);
     }
 
