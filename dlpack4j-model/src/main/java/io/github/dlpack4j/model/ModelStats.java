@@ -9,7 +9,10 @@ import java.time.Duration;
  * <p>{@code requests} counts admitted calls of {@code predict} and {@code submit} (not those refused
  * by the signature check, a full queue or {@code close()}, and not the warm-up); each ends as
  * {@code answered}, {@code failed} (the model raised, or its output broke the declared signature),
- * {@code timedOut}, or cancelled by its caller (counted in none of the three). {@code rejected} counts
+ * {@code timedOut}, or cancelled by its caller: a cancel of the future, an interrupt of
+{@code predict} before the answer, or a completion of the future from outside ({@code complete},
+{@code orTimeout}, {@code completeOnTimeout}); a cancelled request counts in {@code requests} only,
+so with cancels {@code requests} exceeds {@code answered + failed + timedOut}. {@code rejected} counts
  * the calls refused because the queue was full. Percentiles come from a histogram of every value
  * since the build with buckets 1/16 of a power of two wide: each is the upper bound of its bucket, at
  * most 6.25% above the true value.

@@ -12,6 +12,7 @@ import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -143,12 +144,18 @@ public final class PythonModel implements AutoCloseable {
     /**
      * Runs the model on named inputs and waits for its outputs. An interrupt while waiting drops the
      * request if its model call has not started, and throws {@link CancellationException} with the
-     * thread's interrupt status set.
+     * thread's interrupt status set; an interrupt that comes once the request has its answer (or its
+     * error) returns it (or throws it), with the interrupt status set. A caller inside a GIL scope
+     * ({@link Python#withGil}) lets the GIL go while it waits, as the model's threads need it.
+     * Calling it on one of the model's own threads (in a callback of a future that
+     * {@link #submit} returned) would wait for that thread itself: it throws
+     * {@link IllegalStateException}.
      *
      * @param inputs the inputs by name (without declared inputs, in the order the model takes them)
      * @return the outputs by name, in the model's order; owned by the caller, who closes them
      * @throws IllegalArgumentException  if the inputs break the declared signature
-     * @throws IllegalStateException     if the model is closed, or an output breaks the declared signature
+     * @throws IllegalStateException     if the model is closed, or an output breaks the declared
+     *                                   signature, or it is called on one of the model's own threads
      * @throws ModelOverloadedException  if the queue is full
      * @throws ModelTimeoutException     if the deadline passed, waiting or running: the caller waits no
      *                                   longer, while a model call already running finishes (its outputs
@@ -156,13 +163,49 @@ public final class PythonModel implements AutoCloseable {
      * @throws PythonException           if the model raised
      */
     public Map<String, Tensor> predict(Map<String, ? extends Tensor> inputs) {
+        if (onModelThread()) {
+            throw new IllegalStateException("model " + name + ": predict on the model's own thread "
+                    + Thread.currentThread().getName() + " (in a callback of a future of submit) would wait for "
+                    + "that thread itself; call submit there, or move the callback off it with the ...Async forms");
+        }
         Request r = admit(inputs);
+        List<Map<String, Tensor>> answer = new ArrayList<>(1);
+        // A caller inside a GIL scope lets it go: the workers need it to answer.
+        python.allowThreads(() -> answer.add(await(r)));
+        return answer.getFirst();
+    }
+
+    private boolean onModelThread() {
+        return workers.contains(Thread.currentThread());
+    }
+
+    /**
+     * Waits for the answer of {@code r}, at most until its deadline (the deadline's timer may be
+     * late: its own callbacks may hold it up).
+     */
+    private Map<String, Tensor> await(Request r) {
+        boolean interrupted = false;
         try {
-            return r.get();
-        } catch (InterruptedException e) {
-            r.cancel(false);
-            Thread.currentThread().interrupt();
-            throw new CancellationException("interrupted while waiting for model " + name);
+            while (true) {
+                try {
+                    if (!interrupted && r.hasDeadline) {
+                        try {
+                            return r.get(Math.max(0, r.deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                        } catch (TimeoutException e) {
+                            scheduler.expire(r); // settled now, by this thread or another
+                        }
+                    }
+                    return r.get();
+                } catch (InterruptedException e) {
+                    if (!interrupted) {
+                        interrupted = true;
+                        if (r.cancel(false)) {
+                            throw new CancellationException("interrupted while waiting for model " + name);
+                        }
+                    }
+                    // settled already: its answer (or error) is a moment away, and the caller's
+                }
+            }
         } catch (ExecutionException e) {
             if (e.getCause() instanceof RuntimeException re) {
                 throw re;
@@ -171,6 +214,10 @@ public final class PythonModel implements AutoCloseable {
                 throw err;
             }
             throw new IllegalStateException(e.getCause());
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 
@@ -178,9 +225,12 @@ public final class PythonModel implements AutoCloseable {
      * Queues a call and returns at once. It throws at once what {@link #predict(Map)} throws at once
      * (a broken signature, a full queue, a closed model); the future fails only with what happens
      * after admission (a {@link ModelTimeoutException}, the model's error, an output that breaks the
-     * signature). Cancelling the future drops the request if its model call has not started. The
-     * future may complete on one of the model's threads: keep its callbacks short, or use the
-     * {@code ...Async} forms.
+     * signature). Cancelling the future drops the request if its model call has not started;
+     * completing it from outside ({@code complete}, {@code orTimeout}, {@code completeOnTimeout})
+     * settles the request as a cancel does, and a later answer is let go. The future may complete on
+     * one of the model's threads, or on a virtual thread at its deadline: keep its callbacks short,
+     * or use the {@code ...Async} forms; a callback on the model's own thread must not call
+     * {@link #predict(Map)} (it throws {@link IllegalStateException}), nor wait for another call.
      *
      * @param inputs the inputs by name
      * @return the outputs by name, owned by whoever takes them from the future
@@ -198,10 +248,26 @@ public final class PythonModel implements AutoCloseable {
             throw new IllegalStateException("model " + name + " is closed");
         }
         List<Tensor> ordered = signature.order(inputs);
-        if (scheduler.batching()) {
-            return scheduler.admit(ordered, ordered.getFirst().shape()[0], Signature.batchKey(ordered));
+        long rows = scheduler.batching() ? ordered.getFirst().shape()[0] : 1;
+        String key = scheduler.batching() ? Signature.batchKey(ordered) : null;
+        return scheduler.admit(hold(ordered), rows, key);
+    }
+
+    /** {@return the request's own handles of the inputs: a caller may close its tensors once its call is settled} */
+    private List<Tensor> hold(List<Tensor> ordered) {
+        List<Tensor> held = new ArrayList<>(ordered.size());
+        try {
+            for (Tensor t : ordered) {
+                held.add(t.share());
+            }
+        } catch (IllegalStateException e) {
+            held.forEach(Tensor::close);
+            throw new IllegalArgumentException("model " + name + ": an input was closed while its call was admitted", e);
+        } catch (RuntimeException | Error e) {
+            held.forEach(Tensor::close);
+            throw e;
         }
-        return scheduler.admit(ordered, 1, null);
+        return List.copyOf(held);
     }
 
     /** {@return the model's name: the builder's, else the file's name without its extension, or the function's} */
@@ -228,13 +294,16 @@ public final class PythonModel implements AutoCloseable {
      * Stops admitting calls, answers every call already admitted, stops the model's threads (each
      * frees its batch buffers) and lets go of the model. Idempotent, from any thread. It returns
      * within the per-call deadline, or 30 s without one: calls still queued then fail with an
-     * {@link IllegalStateException}, and a model call still running finishes on its own.
+     * {@link IllegalStateException}, and a model call still running finishes on its own. From a
+     * callback on one of the model's own threads it returns without waiting for the calls still
+     * queued: that thread answers them once the callback returns.
      */
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
+        boolean onModelThread = onModelThread();
         scheduler.close();
         long until = System.nanoTime() + (timeout != null ? timeout : CLOSE_WAIT).toNanos();
         // A caller inside a GIL scope lets it go: the workers need it to finish.
@@ -245,6 +314,9 @@ public final class PythonModel implements AutoCloseable {
                 }
             }
         });
+        if (onModelThread) {
+            return; // this thread answers what is queued once its callback returns
+        }
         for (Request r : scheduler.drain()) {
             r.fail(new IllegalStateException("model " + name + " was closed before this call could run"));
         }
@@ -467,7 +539,9 @@ public final class PythonModel implements AutoCloseable {
          *
          * @return the model, ready for calls
          * @throws IllegalStateException if no source was given, or an exported program cannot batch
-         *                               (a static dim 0), or the warm-up's outputs break the signature
+         *                               (a static dim 0), or a declared input or output has a sub-byte
+         *                               dtype (FP4, FP6, sub-byte integers) while batching is on, or the
+         *                               warm-up's outputs break the signature
          * @throws PythonException       if Python cannot load the model, or the warm-up raised
          */
         public PythonModel build() {

@@ -2,19 +2,29 @@ package io.github.dlpack4j.model;
 
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import io.github.dlpack4j.Tensor;
 
 /**
  * One admitted call: its inputs in the model's order, and the future its caller waits on. Whoever
  * settles the request first (the worker with the answer or the model's error, the deadline, the
- * caller's cancel) counts it, then completes the future, so that a caller woken by its answer sees
- * the stats count it; a later settler finds it settled and lets its outputs go.
+ * caller's cancel, or any other completion of the future from outside: {@code complete},
+ * {@code orTimeout}, {@code completeOnTimeout}) counts it, then completes the future, so that a
+ * caller woken by its answer sees the stats count it; a later settler finds it settled and lets its
+ * outputs go.
+ *
+ * <p>The request holds its own handles of the caller's inputs ({@link Tensor#share()} at
+ * admission): a caller that closes its tensors once its call is cancelled or timed out breaks
+ * neither the stacking of a batch nor a model call on its memory. They are closed once the request
+ * is settled and no worker {@linkplain #use() uses} them.
  */
 final class Request extends CompletableFuture<Map<String, Tensor>> {
+    /** The request's own handles of the inputs, in the model's order. */
     final List<Tensor> inputs;
     /** The call's rows (every input's dim 0) with batching; 1 without. */
     final long rows;
@@ -33,7 +43,12 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
     /** The deadline's timer, cancelled once the request is done. */
     volatile Future<?> timer;
     private final AtomicBoolean settled = new AtomicBoolean();
+    /** Holders of {@link #inputs}: one for the unsettled request, one per worker using them; closed at 0. */
+    private final AtomicInteger holders = new AtomicInteger(1);
 
+    /**
+     * @param inputs the request's own handles of the inputs, which it closes
+     */
     Request(Scheduler owner, List<Tensor> inputs, long rows, String key, long admitted, long timeoutNanos) {
         this.owner = owner;
         this.inputs = inputs;
@@ -48,11 +63,40 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
         return hasDeadline && now - deadline >= 0;
     }
 
-    /** Answers the caller; outputs that come too late (timed out, cancelled) are closed. */
+    /** {@return whether the request is settled: answered, failed, timed out, cancelled or completed from outside} */
+    boolean settled() {
+        return settled.get();
+    }
+
+    /**
+     * A worker takes a hold of the inputs for the length of its model calls: they stay open, however
+     * the request is settled meanwhile, until {@link #release()}.
+     *
+     * @return false if the inputs are closed already (the request settled before the worker got it)
+     */
+    boolean use() {
+        for (int h = holders.get(); h > 0; h = holders.get()) {
+            if (holders.compareAndSet(h, h + 1)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Lets go of a hold of the inputs; the last closes them. */
+    void release() {
+        if (holders.decrementAndGet() == 0) {
+            inputs.forEach(Tensor::close);
+        }
+    }
+
+    /** Answers the caller; outputs that come too late (timed out, cancelled, completed from outside) are closed. */
     void answer(Map<String, Tensor> outputs) {
         if (settled.compareAndSet(false, true)) {
             owner.recorder().answered();
-            complete(outputs);
+            if (!super.complete(outputs)) {
+                outputs.values().forEach(Tensor::close);
+            }
             done();
         } else {
             outputs.values().forEach(Tensor::close);
@@ -62,7 +106,7 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
     void fail(Throwable error) {
         if (settled.compareAndSet(false, true)) {
             owner.recorder().failed();
-            completeExceptionally(error);
+            super.completeExceptionally(error);
             done();
         }
     }
@@ -74,7 +118,7 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
                 : "it waited in the queue";
         if (settled.compareAndSet(false, true)) {
             owner.recorder().timedOut(running, now - admitted);
-            completeExceptionally(new ModelTimeoutException("model " + owner.name() + ": the deadline of "
+            super.completeExceptionally(new ModelTimeoutException("model " + owner.name() + ": the deadline of "
                     + millis(deadline - admitted) + " ms passed while " + where));
             done();
         }
@@ -84,7 +128,10 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
         return String.format("%.1f", nanos / 1e6);
     }
 
-    /** Drops the request from the queue if it has not started; its model call, if running, finishes. */
+    /**
+     * Drops the request from the queue if it has not started; its model call, if running, finishes
+     * and its outputs are let go. Counted in {@code requests} only.
+     */
     @Override
     public boolean cancel(boolean mayInterruptIfRunning) {
         if (!settled.compareAndSet(false, true)) {
@@ -96,10 +143,43 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
         return true;
     }
 
+    /**
+     * Completes the future from outside ({@code completeOnTimeout} included): the request is settled
+     * as a cancel is, and a later answer is let go.
+     */
+    @Override
+    public boolean complete(Map<String, Tensor> value) {
+        if (!settled.compareAndSet(false, true)) {
+            return false;
+        }
+        owner.drop(this);
+        boolean completed = super.complete(value);
+        done();
+        return completed;
+    }
+
+    /**
+     * Fails the future from outside ({@code orTimeout} included): the request is settled as a cancel
+     * is, and a later answer is let go.
+     */
+    @Override
+    public boolean completeExceptionally(Throwable ex) {
+        Objects.requireNonNull(ex, "ex");
+        if (!settled.compareAndSet(false, true)) {
+            return false;
+        }
+        owner.drop(this);
+        boolean completed = super.completeExceptionally(ex);
+        done();
+        return completed;
+    }
+
+    /** Settled: the deadline's timer goes, and the request's hold of its inputs. */
     private void done() {
         Future<?> t = timer;
         if (t != null) {
             t.cancel(false);
         }
+        release();
     }
 }

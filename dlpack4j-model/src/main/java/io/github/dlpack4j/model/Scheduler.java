@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -16,8 +17,14 @@ import io.github.dlpack4j.Tensor;
  * batches its workers take. Callbacks of a request's future never run under the queue's lock.
  */
 final class Scheduler {
-    /** One timer thread for the deadlines of every model in the JVM; a done request's timer is removed. */
+    /**
+     * One timer thread for the deadlines of every model in the JVM; a done request's timer is
+     * removed. It only hands each expiry to a virtual thread of its own: a future's callbacks run
+     * there, and one that blocks holds up no other deadline.
+     */
     private static final ScheduledThreadPoolExecutor DEADLINES = deadlines();
+    /** The threads that time requests out, and run the callbacks of their futures. */
+    private static final ThreadFactory EXPIRIES = Thread.ofVirtual().name("dlpack4j-model-deadline").factory();
 
     private final String name;
     private final Recorder recorder;
@@ -67,6 +74,8 @@ final class Scheduler {
     /**
      * Queues a request and returns it.
      *
+     * @param inputs the request's own handles of the call's inputs: the request closes them, and so
+     *               does this method if it throws
      * @throws ModelOverloadedException if {@code maxQueue} requests wait already
      * @throws IllegalStateException    if the model is closed
      */
@@ -74,6 +83,9 @@ final class Scheduler {
         Request r = new Request(this, inputs, rows, key, System.nanoTime(), timeoutNanos);
         lock.lock();
         try {
+            if (closed || queue.size() >= maxQueue) {
+                r.release();
+            }
             if (closed) {
                 throw new IllegalStateException("model " + name + " is closed");
             }
@@ -93,7 +105,7 @@ final class Scheduler {
             lock.unlock();
         }
         if (r.hasDeadline) {
-            r.timer = DEADLINES.schedule(() -> expire(r), timeoutNanos, TimeUnit.NANOSECONDS);
+            r.timer = DEADLINES.schedule(() -> EXPIRIES.newThread(() -> expire(r)).start(), timeoutNanos, TimeUnit.NANOSECONDS);
             if (r.isDone()) { // done before its timer was set: nothing else removes it
                 r.timer.cancel(false);
             }
@@ -101,8 +113,8 @@ final class Scheduler {
         return r;
     }
 
-    /** The deadline of {@code r} passed: out of the queue if it waits there, and failed. */
-    private void expire(Request r) {
+    /** The deadline of {@code r} passed: out of the queue if it waits there, and failed (unless settled). */
+    void expire(Request r) {
         drop(r);
         r.timeOut(System.nanoTime());
     }

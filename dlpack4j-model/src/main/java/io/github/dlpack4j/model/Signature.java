@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 
+import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.Device;
 import io.github.dlpack4j.Tensor;
 
@@ -20,11 +21,32 @@ final class Signature {
     private final List<TensorSpec> outputs;
     private final boolean batching;
 
+    /**
+     * @throws IllegalStateException with batching, if a declared input or output has a sub-byte dtype
+     */
     Signature(String model, List<TensorSpec> inputs, List<TensorSpec> outputs, boolean batching) {
         this.model = model;
         this.inputs = List.copyOf(inputs);
         this.outputs = List.copyOf(outputs);
         this.batching = batching;
+        if (batching) {
+            for (TensorSpec spec : inputs) {
+                if (spec.dtype().isSubByte()) {
+                    throw new IllegalStateException(subByte(model, "input " + spec.name(), spec.dtype()));
+                }
+            }
+            for (TensorSpec spec : outputs) {
+                if (spec.dtype().isSubByte()) {
+                    throw new IllegalStateException(subByte(model, "output " + spec.name(), spec.dtype()));
+                }
+            }
+        }
+    }
+
+    /** Why batching refuses a sub-byte dtype. */
+    private static String subByte(String model, String what, DataType dtype) {
+        return "model " + model + ": " + what + " is " + dtype + ", a sub-byte dtype, whose rows need not start "
+                + "on a byte: batching cannot stack them; build the model without batching";
     }
 
     List<TensorSpec> inputs() {
@@ -45,7 +67,8 @@ final class Signature {
      *
      * @throws IllegalArgumentException naming the input and both values: a missing or unknown name,
      *                                  another dtype, rank or extent, a closed or non-CPU tensor; with
-     *                                  batching, inputs without rows or with rows that differ
+     *                                  batching, inputs without rows or with rows that differ, or of a
+     *                                  sub-byte dtype
      */
     List<Tensor> order(Map<String, ? extends Tensor> given) {
         List<Tensor> ordered = new ArrayList<>(given.size());
@@ -75,6 +98,13 @@ final class Signature {
         }
         if (batching) {
             rows(given.keySet().stream().toList(), ordered);
+            for (int i = 0; i < ordered.size(); i++) {
+                DataType dtype = ordered.get(i).dtype();
+                if (dtype.isSubByte()) {
+                    String name = inputs.isEmpty() ? given.keySet().stream().toList().get(i) : inputs.get(i).name();
+                    throw new IllegalArgumentException(subByte(model, "input " + name, dtype));
+                }
+            }
         }
         return ordered;
     }

@@ -43,7 +43,7 @@ final class Worker implements Runnable {
         try {
             List<Request> batch;
             while ((batch = scheduler.next()) != null) {
-                run(batch);
+                runHolding(batch);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -57,30 +57,66 @@ final class Worker implements Runnable {
         }
     }
 
+    /**
+     * Runs a batch holding its requests' inputs, whoever settles them meanwhile. Whatever escapes
+     * (a batch buffer that cannot be allocated, an output that cannot be sliced) fails the requests
+     * of the batch still unsettled, and this thread goes on with the next batch.
+     */
+    private void runHolding(List<Request> gathered) {
+        List<Request> held = new ArrayList<>(gathered.size());
+        try {
+            for (Request r : gathered) {
+                if (r.use()) {
+                    held.add(r);
+                }
+            }
+            run(held);
+        } catch (Throwable t) {
+            for (Request r : held) {
+                r.fail(t);
+            }
+        } finally {
+            held.forEach(Request::release);
+        }
+    }
+
     private void run(List<Request> gathered) {
         long now = System.nanoTime();
         List<Request> batch = new ArrayList<>(gathered.size());
         for (Request r : gathered) {
             if (r.expired(now)) {
                 r.timeOut(now); // dropped before its batch runs
-            } else if (!r.isDone()) {
+            } else if (!r.settled()) {
                 r.startedAt = now;
                 r.started = true;
                 batch.add(r);
             }
         }
         if (batch.size() == 1) {
-            runAlone(batch.getFirst());
+            runAlone(batch.getFirst(), false);
         } else if (!batch.isEmpty() && !runStacked(batch)) {
-            batch.forEach(this::runAlone);
+            for (Request r : batch) { // again one by one: those settled meanwhile are done
+                long t = System.nanoTime();
+                if (r.expired(t)) {
+                    r.timeOut(t);
+                } else if (!r.settled()) {
+                    runAlone(r, true);
+                }
+            }
         }
     }
 
-    /** One request on its own memory: no copy. */
-    private void runAlone(Request r) {
+    /**
+     * One request on its own memory: no copy.
+     *
+     * @param rerun whether its stacked batch failed: its queue wait is recorded already
+     */
+    private void runAlone(Request r, boolean rerun) {
         long start = System.nanoTime();
         long wait = start - r.admitted;
-        recorder.waited(wait);
+        if (!rerun) {
+            recorder.waited(wait);
+        }
         ModelEvents.Batch event = new ModelEvents.Batch();
         event.begin();
         Map<String, Tensor> answer;
@@ -195,6 +231,7 @@ final class Worker implements Runnable {
         if (b == null || !b.dtype().equals(like.dtype()) || !Arrays.equals(b.shape(), shape)) {
             if (b != null) {
                 b.close();
+                buffers.set(i, null); // none, should the new one fail
             }
             b = Tensor.zeros(like.dtype(), shape);
             buffers.set(i, b);
