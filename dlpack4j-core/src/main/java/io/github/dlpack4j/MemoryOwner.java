@@ -6,8 +6,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.lang.ref.Cleaner;
-import java.util.function.Function;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Function;
 
 /**
  * One block of tensor memory, shared by every {@link Tensor} view of it, and the reference count that

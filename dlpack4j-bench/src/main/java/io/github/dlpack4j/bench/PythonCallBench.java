@@ -1,5 +1,6 @@
 package io.github.dlpack4j.bench;
 
+import com.sun.management.OperatingSystemMXBean;
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 import java.lang.foreign.Arena;
@@ -8,9 +9,12 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.LongSupplier;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -122,7 +126,7 @@ public class PythonCallBench {
      * and from a virtual thread, in turns, while {@code busy} other threads spin.
      */
     private void printHop(String label, int busy) throws InterruptedException {
-        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        AtomicBoolean stop = new AtomicBoolean();
         List<Thread> spinners = new ArrayList<>();
         for (int i = 0; i < busy; i++) {
             spinners.add(Thread.ofPlatform().daemon().start(() -> {
@@ -165,9 +169,9 @@ public class PythonCallBench {
 
     /** The CPU time of this process, and of the pool's threads, over 10 s without calls. */
     private static void printIdleCpu() throws InterruptedException {
-        var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
-        var threads = java.lang.management.ManagementFactory.getThreadMXBean();
-        java.util.function.LongSupplier pool = () -> Thread.getAllStackTraces().keySet().stream()
+        var os = (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        var threads = ManagementFactory.getThreadMXBean();
+        LongSupplier pool = () -> Thread.getAllStackTraces().keySet().stream()
                 .filter(t -> t.getName().matches("dlpack4j-python-[0-9]+"))
                 .mapToLong(t -> Math.max(0, threads.getThreadCpuTime(t.threadId()))).sum();
         Thread.sleep(1_500); // past the pool's looking and the release flusher's last look

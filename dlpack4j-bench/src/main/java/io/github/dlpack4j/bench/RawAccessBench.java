@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.ToDoubleFunction;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.Float4Vector;
@@ -60,15 +61,9 @@ public class RawAccessBench {
     private final List<Thread> parked = new ArrayList<>();
     private final CountDownLatch end = new CountDownLatch(1);
 
-    /** One way of reading the import once. */
-    @FunctionalInterface
-    private interface Read {
-        double read(Tensor t);
-    }
-
-    private static final Read ELEMENT = t -> t.getDouble(N - 1);
-    private static final Read DATA = t -> t.data().get(JAVA_FLOAT, 4L * (N - 1));
-    private static final Read WITH_DATA = t -> t.withData(s -> s.get(JAVA_FLOAT, 4L * (N - 1)));
+    private static final ToDoubleFunction<Tensor> ELEMENT = t -> t.getDouble(N - 1);
+    private static final ToDoubleFunction<Tensor> DATA = t -> t.data().get(JAVA_FLOAT, 4L * (N - 1));
+    private static final ToDoubleFunction<Tensor> WITH_DATA = t -> t.withData(s -> s.get(JAVA_FLOAT, 4L * (N - 1)));
 
     @Setup(Level.Trial)
     public void setUp() {
@@ -99,12 +94,12 @@ public class RawAccessBench {
     }
 
     /** {@link #BATCH} imports, each read once by {@code read} and closed; Python's in one GIL scope. */
-    private double batch(Read read) {
+    private double batch(ToDoubleFunction<Tensor> read) {
         if (vector != null) {
             double sum = 0;
             for (int i = 0; i < BATCH; i++) {
                 try (Tensor t = ArrowTensors.of(vector)) {
-                    sum += read.read(t);
+                    sum += read.applyAsDouble(t);
                 }
             }
             return sum;
@@ -113,7 +108,7 @@ public class RawAccessBench {
             double sum = 0;
             for (int i = 0; i < BATCH; i++) {
                 try (ManagedTensor m = PythonDlpack.fromDlpack(array)) {
-                    sum += read.read(m.tensor());
+                    sum += read.applyAsDouble(m.tensor());
                 }
             }
             return sum;
