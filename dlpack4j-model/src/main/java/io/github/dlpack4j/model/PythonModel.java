@@ -270,6 +270,52 @@ public final class PythonModel implements AutoCloseable {
         return List.copyOf(held);
     }
 
+    /**
+     * Tells a batching model that a call is on its way, for a caller that knows it before it can
+     * call (a server reading a request's body). While calls are announced, a batch that gathers
+     * requests for {@code maxDelay} runs as soon as it, and the batches running, hold as many
+     * requests as calls are announced: a lone request does not wait out the delay for company that
+     * is not coming. Close the announcement once the call returned, or once the caller knows it will
+     * not call (a bad request); a request made without one counts as well, so a model is best
+     * announced by all its callers or by none. Without batching it changes nothing.
+     *
+     * {@snippet :
+     * try (PythonModel.Announcement coming = model.announce()) {
+     *     Tensor x = readRequest();           // the batch being gathered waits for this one
+     *     try (Tensor y = model.predict(x)) {
+     *         writeResponse(y);
+     *     }
+     * }
+     * }
+     *
+     * @return the announcement, to close once the call is done with
+     */
+    public Announcement announce() {
+        scheduler.announce();
+        return new Announcement(scheduler);
+    }
+
+    /**
+     * A call on its way to a batching model ({@link PythonModel#announce()}); closing it, once or
+     * more, says the call is done with.
+     */
+    public static final class Announcement implements AutoCloseable {
+        private final Scheduler scheduler;
+        private final AtomicBoolean closed = new AtomicBoolean();
+
+        private Announcement(Scheduler scheduler) {
+            this.scheduler = scheduler;
+        }
+
+        /** The call is done with (answered, failed, or never to be made); idempotent. */
+        @Override
+        public void close() {
+            if (closed.compareAndSet(false, true)) {
+                scheduler.unannounce();
+            }
+        }
+    }
+
     /** {@return the model's name: the builder's, else the file's name without its extension, or the function's} */
     public String name() {
         return name;

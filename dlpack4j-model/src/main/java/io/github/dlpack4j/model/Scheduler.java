@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -40,8 +41,13 @@ final class Scheduler {
     /** Workers gathering a batch wait here for more requests, until the batch's delay is over. */
     private final Condition gathering = lock.newCondition();
     private final ArrayDeque<Request> queue = new ArrayDeque<>();
-    private int gatherers;
+    /** Workers gathering a batch: written under the lock, read without it by {@link #unannounce()}. */
+    private volatile int gatherers;
     private boolean closed;
+    /** Calls announced ({@link PythonModel#announce()}) and not yet done with. */
+    private final AtomicInteger announced = new AtomicInteger();
+    /** Requests taken into batches (gathering or running) whose worker is not done with them. */
+    private final AtomicInteger claimed = new AtomicInteger();
 
     Scheduler(String name, Recorder recorder, int maxQueue, long maxBatchRows, long maxDelayNanos, long timeoutNanos) {
         this.name = name;
@@ -113,6 +119,35 @@ final class Scheduler {
         return r;
     }
 
+    /** A call is on its way: a batch gathering waits for it (within its delay). */
+    void announce() {
+        announced.incrementAndGet();
+    }
+
+    /** An announced call is done with: a batch that waited for it may run now. */
+    void unannounce() {
+        announced.decrementAndGet();
+        if (gatherers > 0) {
+            lock.lock();
+            try {
+                gathering.signalAll();
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    /** {@return whether calls are announced and every one of them has joined a batch} */
+    private boolean everyAnnouncedCallClaimed() {
+        int a = announced.get();
+        return a > 0 && claimed.get() >= a;
+    }
+
+    /** A worker is done with {@code requests} requests of a batch it took. */
+    void done(int requests) {
+        claimed.addAndGet(-requests);
+    }
+
     /** The deadline of {@code r} passed: out of the queue if it waits there, and failed (unless settled). */
     void expire(Request r) {
         drop(r);
@@ -133,7 +168,9 @@ final class Scheduler {
      * The next batch for a worker: waits for a first request, then, with batching, gathers the
      * waiting requests of the same {@linkplain Signature#batchKey key} in arrival order up to
      * {@code maxBatchRows} rows, until the batch is full or {@code maxDelay} has passed since its
-     * first request arrived. A first request with {@code maxBatchRows} rows or more runs alone.
+     * first request arrived, or until every {@linkplain #announce() announced} call has joined a
+     * batch. A first request with {@code maxBatchRows} rows or more runs alone. The worker calls
+     * {@link #done} with the batch's size once it is done with it.
      *
      * @return the requests, in arrival order; null once the model is closed and its queue empty
      */
@@ -149,6 +186,7 @@ final class Scheduler {
             }
             List<Request> batch = new ArrayList<>();
             batch.add(first);
+            claimed.incrementAndGet();
             if (!batching() || first.rows >= maxBatchRows) {
                 return batch;
             }
@@ -162,11 +200,12 @@ final class Scheduler {
                         if (r.key.equals(first.key) && rows + r.rows <= maxBatchRows) {
                             it.remove();
                             batch.add(r);
+                            claimed.incrementAndGet();
                             rows += r.rows;
                         }
                     }
                     long left = until - System.nanoTime();
-                    if (rows >= maxBatchRows || left <= 0 || closed) {
+                    if (rows >= maxBatchRows || left <= 0 || closed || everyAnnouncedCallClaimed()) {
                         return batch;
                     }
                     if (!queue.isEmpty()) { // requests this batch cannot take: another worker may

@@ -43,7 +43,11 @@ final class Worker implements Runnable {
         try {
             List<Request> batch;
             while ((batch = scheduler.next()) != null) {
-                runHolding(batch);
+                try {
+                    runHolding(batch);
+                } finally {
+                    scheduler.done(batch.size());
+                }
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

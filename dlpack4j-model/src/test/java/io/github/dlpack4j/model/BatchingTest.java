@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.CompletionException;
 
 import io.github.dlpack4j.DataType;
@@ -110,6 +111,60 @@ class BatchingTest {
             model.predict(x).close();
             assertThat(Duration.ofNanos(System.nanoTime() - start)).isGreaterThanOrEqualTo(Duration.ofMillis(200));
             assertThat(model.stats().queueWaitP50()).isGreaterThanOrEqualTo(Duration.ofMillis(200));
+        }
+    }
+
+    @Test
+    void anAnnouncedCallAloneDoesNotWaitOutTheDelay() {
+        try (PythonModel model = model("double", 64, Duration.ofSeconds(5));
+             Tensor x = Tensor.of(new float[] {1, 2}, 1, 2)) {
+            long start = System.nanoTime();
+            try (PythonModel.Announcement coming = model.announce(); Tensor y = model.predict(x)) {
+                assertThat(y.toFloatArray()).containsExactly(2, 4);
+            }
+            assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(2));
+        }
+    }
+
+    @Test
+    void aBatchWaitsForEveryAnnouncedCallWithinItsDelayThenRunsAtOnce() throws Exception {
+        List<Tensor> inputs = new ArrayList<>();
+        try (PythonModel model = model("double", 64, Duration.ofSeconds(10))) {
+            List<PythonModel.Announcement> coming = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                coming.add(model.announce());
+            }
+            List<CompletableFuture<Map<String, Tensor>>> first = submitRows(model, inputs, 1, 2);
+            Thread.sleep(300); // two of three announced calls came: the batch waits for the third
+            assertThat(first).noneMatch(CompletableFuture::isDone);
+            long start = System.nanoTime();
+            List<CompletableFuture<Map<String, Tensor>>> third = submitRows(model, inputs, 3);
+            third.getFirst().get(5, TimeUnit.SECONDS).get("output").close();
+            assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+            first.forEach(f -> f.join().get("output").close());
+            assertThat(probe("rows")).containsExactly(3L);
+            coming.forEach(PythonModel.Announcement::close);
+        } finally {
+            inputs.forEach(Tensor::close);
+        }
+    }
+
+    @Test
+    void closingAnAnnouncementThatWillNotCallLetsTheBatchRun() throws Exception {
+        List<Tensor> inputs = new ArrayList<>();
+        try (PythonModel model = model("double", 64, Duration.ofSeconds(10))) {
+            PythonModel.Announcement answered = model.announce();
+            PythonModel.Announcement badRequest = model.announce();
+            CompletableFuture<Map<String, Tensor>> f = submitRows(model, inputs, 1).getFirst();
+            Thread.sleep(300);
+            assertThat(f).isNotDone();
+            badRequest.close();
+            badRequest.close(); // idempotent: it counts once
+            f.get(5, TimeUnit.SECONDS).get("output").close();
+            answered.close();
+            assertThat(probe("rows")).containsExactly(1L);
+        } finally {
+            inputs.forEach(Tensor::close);
         }
     }
 
