@@ -11,6 +11,7 @@ import java.util.Objects;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -61,7 +62,10 @@ import io.github.dlpack4j.python.PythonException;
  * <p><b>Threads.</b> {@code predict} and {@code submit} may be called from any thread, platform or
  * virtual: the model runs on {@link Builder#workers} platform threads of its own (named
  * {@code dlpack4j-model-NAME-N}), each holding the GIL only while Python runs, and a caller only
- * waits (a virtual thread parks without pinning its carrier, and never runs Python itself).
+ * waits (a virtual thread parks without pinning its carrier, and never runs Python itself). A
+ * model without batching and without a deadline lets a platform caller run its call on its own
+ * thread when nothing waits in the queue and fewer than {@code workers} calls run: that saves the
+ * hand-off to a model thread and back. At most {@code workers} model calls run at once either way.
  *
  * <p><b>Failures.</b> A call whose inputs break the declared signature is an
  * {@link IllegalArgumentException} before Python runs; an output that breaks it fails that call with
@@ -83,25 +87,38 @@ public final class PythonModel implements AutoCloseable {
     private final Duration timeout;
     private final List<Thread> workers = new ArrayList<>();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final ModelCall call;
+    /** One permit per model call that may run at once ({@link Builder#workers}): a worker or a caller's own call takes one. */
+    private final Semaphore slots;
+    private final int workerCount;
+    /** Whether a platform caller may run its call on its own thread: no batching and no deadline. */
+    private final boolean callsHere;
+    /** The workers still running and the callers' own calls in flight; the last one out closes {@link #call}. */
+    private final AtomicInteger users;
 
     private PythonModel(Builder b, String name, ModelCall call) {
         this.name = name;
         this.python = b.python;
         this.timeout = b.timeout;
+        this.call = call;
         this.signature = new Signature(name, b.inputs, b.outputs, b.maxBatchRows > 0);
         this.recorder = new Recorder(name);
         this.scheduler = new Scheduler(name, recorder, b.maxQueue, b.maxBatchRows, b.maxDelay.toNanos(),
                 b.timeout == null ? 0 : b.timeout.toNanos());
-        // The last thread out lets go of the model: after close(), however long its last call ran.
-        AtomicInteger running = new AtomicInteger(b.workers);
-        Runnable exited = () -> {
-            if (running.decrementAndGet() == 0) {
-                call.close();
-            }
-        };
+        this.slots = new Semaphore(b.workers);
+        this.workerCount = b.workers;
+        this.callsHere = b.maxBatchRows == 0 && b.timeout == null;
+        this.users = new AtomicInteger(b.workers);
         for (int i = 0; i < b.workers; i++) {
-            Worker w = new Worker(scheduler, call, signature, recorder, b.maxBatchRows, exited);
+            Worker w = new Worker(scheduler, call, signature, recorder, b.maxBatchRows, slots, this::leave);
             workers.add(Thread.ofPlatform().name("dlpack4j-model-" + name + "-" + i).daemon(true).start(w));
+        }
+    }
+
+    /** A thread that ran the model (a worker, or a caller's own call) is done: the last one lets go of the model. */
+    private void leave() {
+        if (users.decrementAndGet() == 0) {
+            call.close();
         }
     }
 
@@ -168,11 +185,69 @@ public final class PythonModel implements AutoCloseable {
                     + Thread.currentThread().getName() + " (in a callback of a future of submit) would wait for "
                     + "that thread itself; call submit there, or move the callback off it with the ...Async forms");
         }
+        if (callsHere && !Thread.currentThread().isVirtual() && scheduler.nothingQueued() && slots.tryAcquire()) {
+            try {
+                return callHere(inputs);
+            } finally {
+                slots.release();
+            }
+        }
         Request r = admit(inputs);
         List<Map<String, Tensor>> answer = new ArrayList<>(1);
         // A caller inside a GIL scope lets it go: the workers need it to answer.
         python.allowThreads(() -> answer.add(await(r)));
         return answer.getFirst();
+    }
+
+    /**
+     * The call run on the caller's own platform thread, holding one of the {@link #slots}: no
+     * hand-off to a worker and back, when nothing waits in the queue and a slot is free. It is
+     * counted as a queued call is, with no queue wait.
+     */
+    private Map<String, Tensor> callHere(Map<String, ? extends Tensor> inputs) {
+        Objects.requireNonNull(inputs, "inputs");
+        List<Tensor> held = hold(signature.order(inputs));
+        try {
+            if (!enter()) {
+                throw new IllegalStateException("model " + name + " is closed");
+            }
+            try {
+                recorder.admitted();
+                recorder.waited(0);
+                ModelEvents.Batch event = new ModelEvents.Batch();
+                event.begin();
+                long start = System.nanoTime();
+                Map<String, Tensor> answer;
+                try (ModelCall.Outputs out = call.call(held)) {
+                    signature.checkOutputs(out, -1);
+                    answer = Worker.answer(out, -1, 0);
+                } catch (RuntimeException | Error e) {
+                    recorder.batch(event, 1, 1, 0, System.nanoTime() - start, false);
+                    recorder.failed();
+                    throw e;
+                }
+                recorder.batch(event, 1, 1, 0, System.nanoTime() - start, true);
+                recorder.answered();
+                return answer;
+            } finally {
+                leave();
+            }
+        } finally {
+            held.forEach(Tensor::close);
+        }
+    }
+
+    /** {@return whether a caller may run the model on its own thread: the model is open, and stays loaded until {@link #leave()}} */
+    private boolean enter() {
+        if (closed.get()) {
+            return false;
+        }
+        for (int u = users.get(); u > 0; u = users.get()) {
+            if (users.compareAndSet(u, u + 1)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private boolean onModelThread() {
@@ -363,8 +438,21 @@ public final class PythonModel implements AutoCloseable {
         if (onModelThread) {
             return; // this thread answers what is queued once its callback returns
         }
+        if (callsHere) { // the calls running on their callers' threads finish too
+            python.allowThreads(() -> awaitSlots(until));
+        }
         for (Request r : scheduler.drain()) {
             r.fail(new IllegalStateException("model " + name + " was closed before this call could run"));
+        }
+    }
+
+    private void awaitSlots(long until) {
+        try {
+            if (slots.tryAcquire(workerCount, Math.max(0, until - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                slots.release(workerCount);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 

@@ -41,6 +41,8 @@ final class Scheduler {
     /** Workers gathering a batch wait here for more requests, until the batch's delay is over. */
     private final Condition gathering = lock.newCondition();
     private final ArrayDeque<Request> queue = new ArrayDeque<>();
+    /** The queue's size, written under the lock, read without it by {@link #nothingQueued()}. */
+    private volatile int queued;
     /** Workers gathering a batch: written under the lock, read without it by {@link #unannounce()}. */
     private volatile int gatherers;
     private boolean closed;
@@ -101,6 +103,7 @@ final class Scheduler {
                         + "(maxQueue); try again later");
             }
             queue.addLast(r);
+            queued = queue.size();
             recorder.admitted();
             if (gatherers > 0) {
                 gathering.signalAll();
@@ -117,6 +120,11 @@ final class Scheduler {
             }
         }
         return r;
+    }
+
+    /** {@return whether no request waits in the queue (a moment's view, read without the lock)} */
+    boolean nothingQueued() {
+        return queued == 0;
     }
 
     /** A call is on its way: a batch gathering waits for it (within its delay). */
@@ -158,7 +166,9 @@ final class Scheduler {
     void drop(Request r) {
         lock.lock();
         try {
-            queue.remove(r);
+            if (queue.remove(r)) {
+                queued = queue.size();
+            }
         } finally {
             lock.unlock();
         }
@@ -184,6 +194,7 @@ final class Scheduler {
                 }
                 idle.await();
             }
+            queued = queue.size();
             List<Request> batch = new ArrayList<>();
             batch.add(first);
             claimed.incrementAndGet();
@@ -199,6 +210,7 @@ final class Scheduler {
                         Request r = it.next();
                         if (r.key.equals(first.key) && rows + r.rows <= maxBatchRows) {
                             it.remove();
+                            queued = queue.size();
                             batch.add(r);
                             claimed.incrementAndGet();
                             rows += r.rows;
@@ -242,6 +254,7 @@ final class Scheduler {
         try {
             List<Request> left = new ArrayList<>(queue);
             queue.clear();
+            queued = 0;
             return left;
         } finally {
             lock.unlock();

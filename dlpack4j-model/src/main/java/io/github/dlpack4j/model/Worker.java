@@ -6,6 +6,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Semaphore;
 
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
@@ -25,11 +26,14 @@ final class Worker implements Runnable {
     private final long maxBatchRows;
     /** Runs once this thread is done, its buffers freed. */
     private final Runnable exited;
+    /** The model calls that may run at once: this thread takes one for each batch. */
+    private final Semaphore slots;
     /** Per input, the stacked batch's buffer; null (or absent) until a stacked batch needs it. */
     private final List<Tensor> buffers = new ArrayList<>();
 
     Worker(Scheduler scheduler, ModelCall call, Signature signature, Recorder recorder, long maxBatchRows,
-           Runnable exited) {
+           Semaphore slots, Runnable exited) {
+        this.slots = slots;
         this.scheduler = scheduler;
         this.call = call;
         this.signature = signature;
@@ -43,9 +47,11 @@ final class Worker implements Runnable {
         try {
             List<Request> batch;
             while ((batch = scheduler.next()) != null) {
+                slots.acquireUninterruptibly();
                 try {
                     runHolding(batch);
                 } finally {
+                    slots.release();
                     scheduler.done(batch.size());
                 }
             }
@@ -141,7 +147,7 @@ final class Worker implements Runnable {
      * output, or of the whole output when {@code from} is -1. The model's memory is released when
      * the last handle is closed.
      */
-    private static Map<String, Tensor> answer(ModelCall.Outputs out, long from, long rows) {
+    static Map<String, Tensor> answer(ModelCall.Outputs out, long from, long rows) {
         Map<String, Tensor> answer = new LinkedHashMap<>();
         for (int j = 0; j < out.names().size(); j++) {
             Tensor t = out.tensors().get(j).tensor();

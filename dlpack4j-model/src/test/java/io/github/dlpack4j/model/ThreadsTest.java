@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.Dlpack;
@@ -126,5 +127,112 @@ class ThreadsTest {
                 assertThat(most.toJava()).isEqualTo(List.of(2L, 2L));
             }
         }
+    }
+
+    private static final String IDENT = """
+            import threading
+            import numpy as np
+
+            def make():
+                return lambda x: np.array([threading.get_ident()], dtype=np.int64)
+            """;
+
+    /** {@return the Python thread identity of the calling platform thread} */
+    private static long pythonIdent() {
+        try (PyObject ident = Models.PY.eval("__import__('threading').get_ident()")) {
+            return ident.asLong();
+        }
+    }
+
+    private static long modelIdent(PythonModel model) {
+        try (Tensor x = Tensor.of(new float[] {1}, 1); Tensor y = model.predict(x)) {
+            return y.toLongArray()[0];
+        }
+    }
+
+    @Test
+    void withoutBatchingOrDeadlineAPlatformCallerRunsTheModelOnItsOwnThread() {
+        try (PythonModel model = PythonModel.builder().python(Models.PY).source(IDENT, "make").build()) {
+            assertThat(modelIdent(model)).isEqualTo(pythonIdent());
+            assertThat(model.stats().answered()).isEqualTo(1);
+            assertThat(model.stats().batches()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aVirtualCallerOrABatchingOrDeadlineModelIsAnsweredOnTheModelsOwnThread() throws Exception {
+        long mine = pythonIdent();
+        try (PythonModel plain = PythonModel.builder().python(Models.PY).source(IDENT, "make").build();
+             PythonModel batching = PythonModel.builder().python(Models.PY).source(IDENT, "make")
+                     .input("x", DataType.FLOAT32, -1).output("y", DataType.INT64, -1).batching(4, Duration.ZERO).build();
+             PythonModel deadline = PythonModel.builder().python(Models.PY).source(IDENT, "make")
+                     .timeout(Duration.ofSeconds(30)).build()) {
+            long[] fromVirtual = new long[1];
+            Thread.ofVirtual().start(() -> fromVirtual[0] = modelIdent(plain)).join();
+            assertThat(fromVirtual[0]).isNotEqualTo(mine);
+            assertThat(modelIdent(batching)).isNotEqualTo(mine);
+            assertThat(modelIdent(deadline)).isNotEqualTo(mine);
+        }
+    }
+
+    @Test
+    void platformCallersRunningTheirOwnCallsShareTheWorkersLimitAndCloseWaitsForThem() throws Exception {
+        Models.pythonModule("gate_here", """
+                import threading, time
+                import numpy as np
+
+                state = {"active": 0, "most": 0}
+                lock = threading.Lock()
+
+                def make():
+                    def run(x):
+                        with lock:
+                            state["active"] += 1
+                            state["most"] = max(state["most"], state["active"])
+                        time.sleep(0.02)
+                        with lock:
+                            state["active"] -= 1
+                        return np.from_dlpack(x) * 2
+                    return run
+
+                def most():
+                    return state["most"]
+                """);
+        int exports = Dlpack.liveExports();
+        long bytes = Dlpack.nativeBytesInUse();
+        PythonModel model = PythonModel.builder().python(Models.PY).factory("gate_here", "make").workers(2).build();
+        AtomicInteger answered = new AtomicInteger();
+        AtomicInteger refused = new AtomicInteger();
+        try (ExecutorService threads = Executors.newFixedThreadPool(6)) {
+            List<Future<?>> calls = new ArrayList<>();
+            for (int i = 0; i < 60; i++) {
+                float v = i;
+                calls.add(threads.submit(() -> {
+                    try (Tensor x = Tensor.of(new float[] {v}, 1)) {
+                        try (Tensor y = model.predict(x)) {
+                            assertThat(y.toFloatArray()).containsExactly(2 * v);
+                            answered.incrementAndGet();
+                        }
+                    } catch (IllegalStateException closed) {
+                        refused.incrementAndGet();
+                    }
+                }));
+                if (i == 30) {
+                    model.close(); // waits for the calls running on their callers' threads
+                    try (PyObject active = Models.PY.eval("__import__('gate_here').state['active']")) {
+                        assertThat(active.asLong()).isZero();
+                    }
+                }
+            }
+            for (Future<?> c : calls) {
+                c.get();
+            }
+        }
+        assertThat(answered.get() + refused.get()).isEqualTo(60);
+        assertThat(model.stats().answered()).isEqualTo(answered.get());
+        try (PyObject most = Models.PY.eval("__import__('gate_here').most()")) {
+            assertThat(most.asLong()).isEqualTo(2);
+        }
+        Models.assertReleasedSince(exports, bytes);
     }
 }
