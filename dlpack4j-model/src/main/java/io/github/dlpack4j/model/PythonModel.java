@@ -355,10 +355,13 @@ public final class PythonModel implements AutoCloseable {
      * announced by all its callers or by none. Without batching it changes nothing.
      *
      * {@snippet :
+     * PythonModel model = PythonModel.builder().torchScript(Path.of("mlp.pt"))
+     *         .input("x", DataType.FLOAT32, -1, 256).batching(64, Duration.ofMillis(2)).build();
+     * // in each request's handler, before it reads the request's body:
      * try (PythonModel.Announcement coming = model.announce()) {
-     *     Tensor x = readRequest();           // the batch being gathered waits for this one
-     *     try (Tensor y = model.predict(x)) {
-     *         writeResponse(y);
+     *     float[] body = new float[256];      // read here: the batch being gathered waits for it
+     *     try (Tensor x = Tensor.of(body, 1, 256); Tensor y = model.predict(x)) {
+     *         System.out.println(Arrays.toString(y.toFloatArray()));
      *     }
      * }
      * }
