@@ -1,0 +1,303 @@
+package io.github.dlpack4j.bench;
+
+import io.github.dlpack4j.DataType;
+import io.github.dlpack4j.ManagedTensor;
+import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.model.PythonModel;
+import io.github.dlpack4j.python.PyObject;
+import io.github.dlpack4j.python.Python;
+import io.github.dlpack4j.python.PythonDlpack;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.DoubleSupplier;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.infra.BenchmarkParams;
+
+/**
+ * dlpack4j-model's {@link PythonModel#predict(Tensor)} against the same TorchScript file called by
+ * Python in the same process ({@code model(x)} under {@code torch.inference_mode()}, Python's garbage
+ * collector on), and against the hand-written request loop of docs/serving.md; one torch thread on
+ * both sides. After JMH's measurement each fork times, in turns ({@code [in-fork]} lines):
+ * <ul>
+ *   <li>{@code modelPredict}: predict from a platform thread and from a virtual thread, one row, no
+ *       batching, over Python's {@code model(x)} (targets at most 1.1x, and the virtual thread at
+ *       most 5 µs more), and over the hand-written loop (what the runtime costs per call);</li>
+ *   <li>{@code modelThroughput} (mlp): 64 virtual threads calling predict with one row each, for 2 s,
+ *       with {@code batching(64, 1 ms)} and without: requests/s and p99 (target at least 3x).</li>
+ * </ul>
+ * {@code -p model=resnet18} runs the same for torchvision's resnet18 on one 224x224 image (target
+ * at most 1.05x).
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@Fork(jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"})
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+public class ModelBench {
+    private static final String PYTHON = """
+            import gc
+            import os
+            import sys
+            import time
+            import torch
+
+            torch.set_num_threads(1)
+
+            def save(kind, path):
+                # The serving example's models (its resnet18 loads where torchvision's C operators do not).
+                root = os.environ.get("DLPACK4J_ROOT", os.getcwd())
+                sys.path.insert(0, os.path.join(root, "examples", "serve-torch", "python"))
+                import serve_models
+                torch.jit.save(torch.jit.script(serve_models.build(kind)), path)
+
+            def python_timer(path, shape):
+                # The model as a Python service calls it: the same file, inference mode, the GC on.
+                model = torch.jit.load(path, map_location="cpu")
+                model.eval()
+                x = torch.randn(*shape)
+                def per_call(seconds):
+                    gc.enable()
+                    n = 0
+                    start = time.perf_counter_ns()
+                    while True:
+                        with torch.inference_mode():
+                            model(x)
+                        n += 1
+                        elapsed = time.perf_counter_ns() - start
+                        if elapsed >= seconds * 1e9:
+                            return elapsed / n
+                return per_call
+            """;
+
+    @Param({"mlp"})
+    public String model;
+
+    private Python py;
+    private Path dir;
+    private PythonModel unbatched;
+    private Tensor x;
+    private long[] shape;
+    private PyObject pythonPerCall;
+    // The hand-written loop of docs/serving.md: a buffer torch views once, one GIL scope per call.
+    private Tensor buffer;
+    private PyObject bufferView;
+    private PyObject handModel;
+    private float[] request;
+
+    @Setup(Level.Trial)
+    public void setUp() throws IOException {
+        py = Python.start();
+        py.exec(PYTHON);
+        dir = Files.createTempDirectory("dlpack4j-modelbench");
+        Path file = dir.resolve(model + ".pt");
+        shape = model.equals("mlp") ? new long[] {1, 256} : new long[] {1, 3, 224, 224};
+        long[] outShape = model.equals("mlp") ? new long[] {-1, 16} : new long[] {-1, 1000};
+        try (PyObject save = py.getGlobal("save"); PyObject timer = py.getGlobal("python_timer")) {
+            save.call(model, file.toString()).close();
+            pythonPerCall = timer.call(file.toString(), List.of(Arrays.stream(shape).boxed().toArray()));
+        }
+        unbatched = PythonModel.builder().python(py).name(model).torchScript(file)
+                .input("x", DataType.FLOAT32, inputShape()).output("y", DataType.FLOAT32, outShape).build();
+        x = Tensor.of(random(shape), shape);
+        request = random(shape);
+        buffer = Tensor.zeros(DataType.FLOAT32, shape);
+        try (PyObject shared = PythonDlpack.toPython(buffer); PyObject torch = py.importModule("torch");
+             PyObject fromDlpack = torch.attr("from_dlpack")) {
+            bufferView = fromDlpack.call(shared);
+        }
+        py.exec("_m = torch.jit.load(" + pyString(file.toString()) + ", map_location='cpu')\n_m.eval()\n"
+                + "def hand_infer(x):\n    with torch.inference_mode():\n        return _m(x)\n");
+        handModel = py.getGlobal("hand_infer");
+    }
+
+    private long[] inputShape() {
+        long[] s = shape.clone();
+        s[0] = -1;
+        return s;
+    }
+
+    private static String pyString(String s) {
+        return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'";
+    }
+
+    private static float[] random(long[] shape) {
+        float[] v = new float[Math.toIntExact(Arrays.stream(shape).reduce(1, (a, b) -> a * b))];
+        Random r = new java.util.Random(42);
+        for (int i = 0; i < v.length; i++) {
+            v[i] = (float) r.nextGaussian();
+        }
+        return v;
+    }
+
+    /** {@code predict} from the benchmark's (platform) thread, the answer read and closed. */
+    @Benchmark
+    public float predict() {
+        try (Tensor y = unbatched.predict(x)) {
+            return y.withData(s -> s.getAtIndex(ValueLayout.JAVA_FLOAT, 0));
+        }
+    }
+
+    /** The request loop of docs/serving.md: the input copied into a buffer torch views, one GIL scope. */
+    @Benchmark
+    public float handWrittenLoop() {
+        return py.withGil(() -> {
+            buffer.withData(in -> {
+                MemorySegment.copy(request, 0, in, ValueLayout.JAVA_FLOAT, 0, request.length);
+                return null;
+            });
+            try (PyObject y = handModel.call(bufferView); ManagedTensor out = PythonDlpack.fromDlpack(y)) {
+                return out.tensor().withData(s -> s.getAtIndex(ValueLayout.JAVA_FLOAT, 0));
+            }
+        });
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown(BenchmarkParams params) throws Exception {
+        String name = params.getBenchmark();
+        if (name.endsWith(".predict")) {
+            printPredict();
+            if (model.equals("mlp")) {
+                printThroughput();
+            }
+        }
+        unbatched.close();
+        py.withGil(() -> {
+            bufferView.close();
+            handModel.close();
+            pythonPerCall.close();
+        });
+        buffer.close();
+        x.close();
+        try (var files = Files.list(dir)) {
+            for (Path p : files.toList()) {
+                Files.delete(p);
+            }
+        }
+        Files.delete(dir);
+    }
+
+    /** The per-call figures, in turns over five rounds, best round each. */
+    private void printPredict() throws InterruptedException {
+        double roundSeconds = model.equals("mlp") ? 0.3 : 1.5;
+        long roundNanos = (long) (roundSeconds * 1e9);
+        double platform = Double.MAX_VALUE;
+        double virtual = Double.MAX_VALUE;
+        double hand = Double.MAX_VALUE;
+        double python = Double.MAX_VALUE;
+        for (int round = 0; round < 5; round++) {
+            platform = Math.min(platform, perCall(this::predict, roundNanos));
+            AtomicReference<Double> v = new AtomicReference<>();
+            Thread.ofVirtual().start(() -> v.set(perCall(this::predict, roundNanos))).join();
+            virtual = Math.min(virtual, v.get());
+            hand = Math.min(hand, perCall(this::handWrittenLoop, roundNanos));
+            try (PyObject ns = pythonPerCall.call(roundSeconds)) {
+                python = Math.min(python, ns.asDouble());
+            }
+        }
+        System.out.printf("%n[in-fork] modelPredict %s: predict %.1f us, Python's call %.1f us (%.2fx);"
+                        + " from a virtual thread %.1f us (%+.1f us); the hand-written loop %.1f us: the runtime costs %+.1f us a call%n",
+                model, platform / 1e3, python / 1e3, platform / python, virtual / 1e3, (virtual - platform) / 1e3,
+                hand / 1e3, (platform - hand) / 1e3);
+    }
+
+    /** {@return the ns per call of {@code call} run for {@code nanos} on this thread} */
+    private static double perCall(DoubleSupplier call, long nanos) {
+        long n = 0;
+        long start = System.nanoTime();
+        long elapsed;
+        do {
+            call.getAsDouble();
+            n++;
+            elapsed = System.nanoTime() - start;
+        } while (elapsed < nanos);
+        return (double) elapsed / n;
+    }
+
+    /** 64 virtual threads with one row each, for 2 s, with and without batching, two rounds in turns. */
+    private void printThroughput() throws InterruptedException {
+        Path file = dir.resolve(model + ".pt");
+        try (PythonModel batched = PythonModel.builder().python(py).name(model + "-batched").torchScript(file)
+                .input("x", DataType.FLOAT32, inputShape()).output("y", DataType.FLOAT32, -1, 16)
+                .batching(64, Duration.ofMillis(1)).build()) {
+            long[] best = {0, 0};
+            long[] p99 = {0, 0};
+            for (int round = 0; round < 2; round++) {
+                PythonModel[] models = {unbatched, batched};
+                for (int i = 0; i < 2; i++) {
+                    long[] r = throughput(models[i], 64, Duration.ofSeconds(2));
+                    if (r[0] > best[i]) {
+                        best[i] = r[0];
+                        p99[i] = r[1];
+                    }
+                }
+            }
+            System.out.printf("%n[in-fork] modelThroughput %s, 64 virtual threads: batching(64, 1 ms) %,d req/s"
+                            + " (p99 %.2f ms), without %,d req/s (p99 %.2f ms) (%.2fx)%n",
+                    model, best[1], p99[1] / 1e6, best[0], p99[0] / 1e6, (double) best[1] / best[0]);
+        }
+    }
+
+    /** {@return requests/s and the p99 latency in ns of {@code threads} virtual threads calling for {@code length}} */
+    private long[] throughput(PythonModel m, int threads, Duration length) throws InterruptedException {
+        long until = System.nanoTime() + length.toNanos();
+        List<long[]> latencies = new ArrayList<>();
+        List<Integer> counts = new ArrayList<>();
+        List<Thread> started = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            long[] mine = new long[200_000];
+            latencies.add(mine);
+            int id = t;
+            counts.add(0);
+            started.add(Thread.ofVirtual().start(() -> {
+                int n = 0;
+                try (Tensor in = Tensor.of(random(shape), shape)) {
+                    while (n < mine.length) {
+                        long t0 = System.nanoTime();
+                        if (t0 >= until) {
+                            break;
+                        }
+                        m.predict(in).close();
+                        mine[n++] = System.nanoTime() - t0;
+                    }
+                }
+                synchronized (counts) {
+                    counts.set(id, n);
+                }
+            }));
+        }
+        long start = System.nanoTime();
+        for (Thread t : started) {
+            t.join();
+        }
+        long elapsed = System.nanoTime() - start;
+        int total = counts.stream().mapToInt(Integer::intValue).sum();
+        long[] all = new long[total];
+        int at = 0;
+        for (int t = 0; t < threads; t++) {
+            System.arraycopy(latencies.get(t), 0, all, at, counts.get(t));
+            at += counts.get(t);
+        }
+        Arrays.sort(all);
+        long p99 = all.length == 0 ? 0 : all[Math.min(all.length - 1, (int) (all.length * 0.99))];
+        return new long[] {(long) (total / (elapsed / 1e9)), p99};
+    }
+}
