@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -27,8 +28,13 @@ final class Scheduler {
     /** The threads that time requests out, and run the callbacks of their futures. */
     private static final ThreadFactory EXPIRIES = Thread.ofVirtual().name("dlpack4j-model-deadline").factory();
 
+    /** How long an idle worker looks for a request before it parks. */
+    private static final long LOOK_NANOS = 50_000;
+
     private final String name;
     private final Recorder recorder;
+    /** Whether a worker is looking for work ({@link #lookForWork()}): one at a time. */
+    private final AtomicBoolean looking = new AtomicBoolean();
     private final int maxQueue;
     /** The most rows a batch stacks; 0 without batching. */
     private final long maxBatchRows;
@@ -45,7 +51,7 @@ final class Scheduler {
     private volatile int queued;
     /** Workers gathering a batch: written under the lock, read without it by {@link #unannounce()}. */
     private volatile int gatherers;
-    private boolean closed;
+    private volatile boolean closed;
     /** Calls announced ({@link PythonModel#announce()}) and not yet done with. */
     private final AtomicInteger announced = new AtomicInteger();
     /** Requests taken into batches (gathering or running) whose worker is not done with them. */
@@ -122,6 +128,25 @@ final class Scheduler {
         return r;
     }
 
+    /**
+     * Before a worker with nothing to do parks, one worker at a time looks at the queue for
+     * {@link #LOOK_NANOS}: a call that comes meanwhile (the next request of a caller answered a
+     * moment ago) is taken without waking a parked thread, which costs more than a small model's call.
+     */
+    private void lookForWork() {
+        if (queued > 0 || !looking.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            long until = System.nanoTime() + LOOK_NANOS;
+            while (queued == 0 && !closed && System.nanoTime() - until < 0) {
+                Thread.onSpinWait();
+            }
+        } finally {
+            looking.set(false);
+        }
+    }
+
     /** {@return whether no request waits in the queue (a moment's view, read without the lock)} */
     boolean nothingQueued() {
         return queued == 0;
@@ -185,6 +210,7 @@ final class Scheduler {
      * @return the requests, in arrival order; null once the model is closed and its queue empty
      */
     List<Request> next() throws InterruptedException {
+        lookForWork();
         lock.lock();
         try {
             Request first;
