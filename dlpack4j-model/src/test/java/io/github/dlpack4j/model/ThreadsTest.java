@@ -2,6 +2,7 @@ package io.github.dlpack4j.model;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,6 +17,10 @@ import io.github.dlpack4j.Dlpack;
 import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.python.PyObject;
 
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordingFile;
+
 import org.junit.jupiter.api.Test;
 
 class ThreadsTest {
@@ -26,37 +31,63 @@ class ThreadsTest {
                 return lambda x: np.from_dlpack(x) * 2
             """;
 
-    private static void eachGetsItsOwnAnswer(ExecutorService threads) throws Exception {
-        try (PythonModel model = PythonModel.builder().python(Models.PY).source(DOUBLER, "make").workers(2).build()) {
-            List<Future<Double>> answers = new ArrayList<>();
-            for (int i = 0; i < 200; i++) {
-                double v = i;
-                answers.add(threads.submit(() -> {
-                    try (Tensor x = Tensor.of(new double[] {v}, 1);
-                         Tensor y = model.predict(x)) {
-                        return y.getDouble(0);
-                    }
-                }));
-            }
-            for (int i = 0; i < answers.size(); i++) {
-                assertThat(answers.get(i).get()).isEqualTo(2.0 * i);
-            }
-            assertThat(model.stats().answered()).isEqualTo(200);
+    private static PythonModel doubler() {
+        return PythonModel.builder().python(Models.PY).source(DOUBLER, "make").workers(2).build();
+    }
+
+    /** 200 calls at once on {@code threads}: each gets the answer to its own input. */
+    private static void eachGetsItsOwnAnswer(PythonModel model, ExecutorService threads) throws Exception {
+        long answered = model.stats().answered();
+        List<Future<Double>> answers = new ArrayList<>();
+        for (int i = 0; i < 200; i++) {
+            double v = i;
+            answers.add(threads.submit(() -> {
+                try (Tensor x = Tensor.of(new double[] {v}, 1);
+                     Tensor y = model.predict(x)) {
+                    return y.getDouble(0);
+                }
+            }));
         }
+        for (int i = 0; i < answers.size(); i++) {
+            assertThat(answers.get(i).get()).isEqualTo(2.0 * i);
+        }
+        assertThat(model.stats().answered()).isEqualTo(answered + 200);
     }
 
     @Test
     void platformThreadsEachGetTheirOwnAnswer() throws Exception {
-        try (ExecutorService threads = Executors.newFixedThreadPool(8)) {
-            eachGetsItsOwnAnswer(threads);
+        try (PythonModel model = doubler();
+             ExecutorService threads = Executors.newFixedThreadPool(8)) {
+            eachGetsItsOwnAnswer(model, threads);
         }
     }
 
     @Test
     void virtualThreadsEachGetTheirOwnAnswer() throws Exception {
-        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
-            eachGetsItsOwnAnswer(threads);
+        try (PythonModel model = doubler();
+             ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            eachGetsItsOwnAnswer(model, threads);
         }
+    }
+
+    @Test
+    void virtualThreadsWaitingForTheModelDoNotPinTheirCarriers() throws Exception {
+        Path file = Models.file("pinned.jfr");
+        try (PythonModel model = doubler();
+             ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor();
+             Recording recording = new Recording()) {
+            // A first round initializes the classes a call needs: a virtual thread that waits for
+            // another thread's class initialization is pinned, whatever the runtime does.
+            eachGetsItsOwnAnswer(model, threads);
+            recording.enable("jdk.VirtualThreadPinned").withThreshold(Duration.ZERO).withStackTrace();
+            recording.start();
+            eachGetsItsOwnAnswer(model, threads);
+            recording.stop();
+            recording.dump(file);
+        }
+        List<RecordedEvent> pinned = RecordingFile.readAllEvents(file).stream()
+                .filter(e -> e.getEventType().getName().equals("jdk.VirtualThreadPinned")).toList();
+        assertThat(pinned).as("pinned virtual threads").isEmpty();
     }
 
     @Test
