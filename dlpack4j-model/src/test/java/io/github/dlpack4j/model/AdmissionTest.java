@@ -75,7 +75,7 @@ class AdmissionTest {
     }
 
     @Test
-    void aFullQueueRefusesACallAtOnceWithModelOverloadedException() throws Exception {
+    void aFullQueueRefusesACallAtOnceWithModelOverloadedExceptionFromPredictAndSubmit() throws Exception {
         try (PythonModel model = gated().maxQueue(2).build()) {
             CompletableFuture<Map<String, Tensor>> running = submit(model);
             awaitStarted();
@@ -84,6 +84,8 @@ class AdmissionTest {
             long start = System.nanoTime();
             assertThatThrownBy(() -> model.predict(x)).isInstanceOf(ModelOverloadedException.class)
                     .hasMessageContaining("2 requests wait");
+            assertThatThrownBy(() -> submit(model)).as("submit throws it at once too")
+                    .isInstanceOf(ModelOverloadedException.class);
             assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofMillis(500));
             release();
             for (CompletableFuture<Map<String, Tensor>> f : java.util.List.of(running, second, third)) {
@@ -92,7 +94,7 @@ class AdmissionTest {
             ModelStats s = model.stats();
             assertThat(s.requests()).isEqualTo(3);
             assertThat(s.answered()).isEqualTo(3);
-            assertThat(s.rejected()).isEqualTo(1);
+            assertThat(s.rejected()).isEqualTo(2);
         }
     }
 

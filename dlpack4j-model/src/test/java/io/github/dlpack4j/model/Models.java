@@ -52,15 +52,23 @@ final class Models {
 
     /** Waits, up to 5 s, until the Python expression {@code condition} is true (a model's call has started). */
     static void await(String condition) throws InterruptedException {
-        for (int i = 0; i < 500; i++) {
+        if (!becomesTrue(condition)) {
+            throw new AssertionError("not within 5 s: " + condition);
+        }
+    }
+
+    /** {@return whether the Python expression {@code condition} is true within about 5 s} */
+    static boolean becomesTrue(String condition) throws InterruptedException {
+        long until = System.nanoTime() + 5_000_000_000L;
+        for (int i = 0; i < 500 && System.nanoTime() < until; i++) {
             try (PyObject s = PY.eval(condition)) {
                 if (s.asBoolean()) {
-                    return;
+                    return true;
                 }
             }
             Thread.sleep(10);
         }
-        throw new AssertionError("not within 5 s: " + condition);
+        return false;
     }
 
     /**
