@@ -159,9 +159,11 @@ public final class PythonModel implements AutoCloseable {
     }
 
     /**
-     * Runs the model on named inputs and waits for its outputs. An interrupt while waiting drops the
-     * request if its model call has not started, and throws {@link CancellationException} with the
-     * thread's interrupt status set; an interrupt that comes once the request has its answer (or its
+     * Runs the model on named inputs and waits for its outputs. An interrupt while waiting gives the
+     * request up (dropped if its model call has not started; a call already running finishes and its
+     * outputs are let go) and throws {@link CancellationException} with the thread's interrupt status
+     * set; a call running on the caller's own thread is not interrupted, and returns its answer with
+     * the status set; an interrupt that comes once the request has its answer (or its
      * error) returns it (or throws it), with the interrupt status set. A caller inside a GIL scope
      * ({@link Python#withGil}) lets the GIL go while it waits, as the model's threads need it.
      * Calling it on one of the model's own threads (in a callback of a future that
@@ -185,7 +187,8 @@ public final class PythonModel implements AutoCloseable {
                     + Thread.currentThread().getName() + " (in a callback of a future of submit) would wait for "
                     + "that thread itself; call submit there, or move the callback off it with the ...Async forms");
         }
-        if (callsHere && !Thread.currentThread().isVirtual() && scheduler.nothingQueued() && slots.tryAcquire()) {
+        if (callsHere && !Thread.currentThread().isVirtual() && scheduler.nothingQueued()
+                && !slots.hasQueuedThreads() && slots.tryAcquire()) { // a worker waiting for a slot goes first
             try {
                 return callHere(inputs);
             } finally {

@@ -36,6 +36,11 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
     final long deadline;
     final boolean hasDeadline;
     private final Scheduler owner;
+    /**
+     * Set under the scheduler's lock when a batch takes the request; a settler that may race with
+     * that takes the lock first ({@link Scheduler#drop}), so {@link #done()} sees it.
+     */
+    volatile boolean claimed;
     /** Set by the worker before the model call: a cancel no longer drops the request then. */
     volatile boolean started;
     /** {@link System#nanoTime()} when its model call started, once {@link #started}. */
@@ -176,6 +181,9 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
 
     /** Settled: the deadline's timer goes, and the request's hold of its inputs. */
     private void done() {
+        if (claimed) {
+            owner.unclaim();
+        }
         Future<?> t = timer;
         if (t != null) {
             t.cancel(false);

@@ -54,7 +54,7 @@ final class Scheduler {
     private volatile boolean closed;
     /** Calls announced ({@link PythonModel#announce()}) and not yet done with. */
     private final AtomicInteger announced = new AtomicInteger();
-    /** Requests taken into batches (gathering or running) whose worker is not done with them. */
+    /** Requests taken into batches (gathering or running) and not settled yet. */
     private final AtomicInteger claimed = new AtomicInteger();
 
     Scheduler(String name, Recorder recorder, int maxQueue, long maxBatchRows, long maxDelayNanos, long timeoutNanos) {
@@ -176,11 +176,6 @@ final class Scheduler {
         return a > 0 && claimed.get() >= a;
     }
 
-    /** A worker is done with {@code requests} requests of a batch it took. */
-    void done(int requests) {
-        claimed.addAndGet(-requests);
-    }
-
     /** The deadline of {@code r} passed: out of the queue if it waits there, and failed (unless settled). */
     void expire(Request r) {
         drop(r);
@@ -193,10 +188,17 @@ final class Scheduler {
         try {
             if (queue.remove(r)) {
                 queued = queue.size();
+            } else if (gatherers > 0 && r.claimed) { // it may be in a batch that gathers: it leaves it
+                gathering.signalAll();
             }
         } finally {
             lock.unlock();
         }
+    }
+
+    /** A request taken into a batch is settled: it no longer counts as a call that joined one. */
+    void unclaim() {
+        claimed.decrementAndGet();
     }
 
     /**
@@ -204,61 +206,94 @@ final class Scheduler {
      * waiting requests of the same {@linkplain Signature#batchKey key} in arrival order up to
      * {@code maxBatchRows} rows, until the batch is full or {@code maxDelay} has passed since its
      * first request arrived, or until every {@linkplain #announce() announced} call has joined a
-     * batch. A first request with {@code maxBatchRows} rows or more runs alone. The worker calls
-     * {@link #done} with the batch's size once it is done with it.
+     * batch. A first request with {@code maxBatchRows} rows or more runs alone. A request settled
+     * while its batch gathers (cancelled, timed out) leaves it: its rows go to the requests behind
+     * it, and the delay counts from the first request still waiting.
+     *
+     * An interrupt of the worker is let go: only {@link #close()} stops it.
      *
      * @return the requests, in arrival order; null once the model is closed and its queue empty
      */
-    List<Request> next() throws InterruptedException {
+    List<Request> next() {
         lookForWork();
         lock.lock();
         try {
-            Request first;
-            while ((first = queue.pollFirst()) == null) {
-                if (closed) {
-                    return null;
-                }
-                idle.await();
-            }
-            queued = queue.size();
-            List<Request> batch = new ArrayList<>();
-            batch.add(first);
-            claimed.incrementAndGet();
-            if (!batching() || first.rows >= maxBatchRows) {
-                return batch;
-            }
-            long rows = first.rows;
-            long until = first.admitted + maxDelayNanos;
-            gatherers++;
-            try {
-                while (true) {
-                    for (Iterator<Request> it = queue.iterator(); it.hasNext() && rows < maxBatchRows; ) {
-                        Request r = it.next();
-                        if (r.key.equals(first.key) && rows + r.rows <= maxBatchRows) {
-                            it.remove();
-                            queued = queue.size();
-                            batch.add(r);
-                            claimed.incrementAndGet();
-                            rows += r.rows;
-                        }
+            while (true) {
+                Request first;
+                while ((first = queue.pollFirst()) == null) {
+                    if (closed) {
+                        return null;
                     }
-                    long left = until - System.nanoTime();
-                    if (rows >= maxBatchRows || left <= 0 || closed || everyAnnouncedCallClaimed()) {
-                        return batch;
-                    }
-                    if (!queue.isEmpty()) { // requests this batch cannot take: another worker may
-                        idle.signal();
-                    }
-                    gathering.awaitNanos(left);
+                    idle.awaitUninterruptibly(); // only close stops a worker
                 }
-            } finally {
-                gatherers--;
-                if (!queue.isEmpty()) {
-                    idle.signal();
+                queued = queue.size();
+                List<Request> batch = new ArrayList<>();
+                claim(batch, first);
+                if (!batching() || first.rows >= maxBatchRows) {
+                    return batch;
                 }
+                gather(batch);
+                if (!batch.isEmpty()) {
+                    return batch;
+                }
+                // every request of the batch was settled while it gathered: wait for the next one
             }
         } finally {
             lock.unlock();
+        }
+    }
+
+    /** Takes {@code r} into {@code batch}; the lock is held. */
+    private void claim(List<Request> batch, Request r) {
+        batch.add(r);
+        r.claimed = true;
+        claimed.incrementAndGet();
+        if (gatherers > 0) { // a batch that waits for every announced call may have all of them now
+            gathering.signalAll();
+        }
+    }
+
+    /** Gathers requests into {@code batch} (of one request), as {@link #next()} says; the lock is held. */
+    private void gather(List<Request> batch) {
+        gatherers++;
+        try {
+            while (true) {
+                batch.removeIf(Request::settled);
+                if (batch.isEmpty()) {
+                    return;
+                }
+                Request first = batch.getFirst();
+                long rows = 0;
+                for (Request r : batch) {
+                    rows += r.rows;
+                }
+                for (Iterator<Request> it = queue.iterator(); it.hasNext() && rows < maxBatchRows; ) {
+                    Request r = it.next();
+                    if (r.key.equals(first.key) && rows + r.rows <= maxBatchRows) {
+                        it.remove();
+                        queued = queue.size();
+                        claim(batch, r);
+                        rows += r.rows;
+                    }
+                }
+                long left = first.admitted + maxDelayNanos - System.nanoTime();
+                if (rows >= maxBatchRows || left <= 0 || closed || everyAnnouncedCallClaimed()) {
+                    return;
+                }
+                if (!queue.isEmpty()) { // requests this batch cannot take: another worker may
+                    idle.signal();
+                }
+                try {
+                    gathering.awaitNanos(left);
+                } catch (InterruptedException e) {
+                    // only close stops a worker, and the requests it gathered are its to answer
+                }
+            }
+        } finally {
+            gatherers--;
+            if (!queue.isEmpty()) {
+                idle.signal();
+            }
         }
     }
 

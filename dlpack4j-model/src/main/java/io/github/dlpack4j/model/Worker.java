@@ -45,18 +45,21 @@ final class Worker implements Runnable {
     @Override
     public void run() {
         try {
-            List<Request> batch;
-            while ((batch = scheduler.next()) != null) {
+            while (true) {
+                // A callback of a future runs on this thread and may leave it interrupted: only
+                // close stops a worker, so the status is cleared before each wait for a batch.
+                Thread.interrupted();
+                List<Request> batch = scheduler.next();
+                if (batch == null) {
+                    break;
+                }
                 slots.acquireUninterruptibly();
                 try {
                     runHolding(batch);
                 } finally {
                     slots.release();
-                    scheduler.done(batch.size());
                 }
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
         } finally {
             for (Tensor b : buffers) {
                 if (b != null) {

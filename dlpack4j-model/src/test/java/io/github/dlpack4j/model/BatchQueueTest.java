@@ -17,7 +17,6 @@ import io.github.dlpack4j.python.PyObject;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -111,8 +110,6 @@ class BatchQueueTest {
         assertThat(s.timedOut()).isEqualTo(how.equals("deadline") ? 1 : 0);
     }
 
-    @Disabled("""
-            A runtime bug for the lead (Scheduler.next): a request settled while its batch gathers keeps its             rows in that batch, and the batch's delay counts from its arrival. With a cancel, the next             request fills the batch and runs alone at once, the one after it waits out a new maxDelay             (calls [[1.0]], [[2.0]], 2 s); past a deadline, the second request times out waiting.""")
     @ParameterizedTest
     @ValueSource(strings = {"cancel", "deadline"})
     void aRequestSettledWhileItsBatchGathersLeavesItsRowsToTheRequestsBehindIt(String how) throws InterruptedException {

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** Review experiments on the calls a platform caller runs on its own thread (callHere, enter/leave, slots). */
-class ReviewTestOwnThread {
+class CallsOnTheCallersThreadTest {
     @BeforeAll
     static void module() {
         Models.pythonModule("review_here", """

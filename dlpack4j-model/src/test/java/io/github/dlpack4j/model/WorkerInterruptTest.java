@@ -13,7 +13,7 @@ import io.github.dlpack4j.Tensor;
 import org.junit.jupiter.api.Test;
 
 /** Review experiment: a future's callback that leaves the model's thread interrupted. */
-class ReviewTestWorkerInterrupt {
+class WorkerInterruptTest {
     private static final String DOUBLE = """
             import numpy as np
 

@@ -22,7 +22,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** Review experiments on batching: announcements, buffers aliased by outputs, cancels and deadlines while stacking. */
-class ReviewTestBatching {
+class BatchingUnderLoadTest {
     @BeforeAll
     static void module() {
         Models.pythonModule("review_batch", """
