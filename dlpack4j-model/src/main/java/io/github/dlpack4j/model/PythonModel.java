@@ -78,6 +78,8 @@ import io.github.dlpack4j.python.PythonException;
 public final class PythonModel implements AutoCloseable {
     /** How long {@link #close()} waits for the admitted requests when no per-call deadline bounds them. */
     private static final Duration CLOSE_WAIT = Duration.ofSeconds(30);
+    /** How long a caller looks for its answer before it parks ({@link #lookForAnswer}). */
+    private static final long LOOK_NANOS = 50_000;
 
     private final String name;
     private final Python python;
@@ -87,6 +89,8 @@ public final class PythonModel implements AutoCloseable {
     private final Duration timeout;
     private final List<Thread> workers = new ArrayList<>();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Whether a caller is looking for its answer ({@link #lookForAnswer}): one at a time. */
+    private final AtomicBoolean looking = new AtomicBoolean();
     private final ModelCall call;
     /** One permit per model call that may run at once ({@link Builder#workers}): a worker or a caller's own call takes one. */
     private final Semaphore slots;
@@ -258,10 +262,32 @@ public final class PythonModel implements AutoCloseable {
     }
 
     /**
+     * Without batching, a caller whose request is being run (nothing else waits) looks for its
+     * answer for {@link #LOOK_NANOS} before it parks, one caller at a time: a small model answers
+     * within that, and waking a parked thread (a virtual thread's carrier included) costs more than
+     * such a model's call. With batching an answer comes after the batch gathers, and behind other
+     * requests it comes later: those callers park at once.
+     */
+    private void lookForAnswer(Request r) {
+        if (scheduler.batching() || !scheduler.nothingQueued() || !looking.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            long until = System.nanoTime() + LOOK_NANOS;
+            while (!r.isDone() && System.nanoTime() - until < 0) {
+                Thread.onSpinWait();
+            }
+        } finally {
+            looking.set(false);
+        }
+    }
+
+    /**
      * Waits for the answer of {@code r}, at most until its deadline (the deadline's timer may be
      * late: its own callbacks may hold it up).
      */
     private Map<String, Tensor> await(Request r) {
+        lookForAnswer(r);
         boolean interrupted = false;
         try {
             while (true) {
