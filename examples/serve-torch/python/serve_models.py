@@ -1,8 +1,9 @@
 """The serve-torch example's models, shared by the Java service and the FastAPI comparison.
 
-Both services build their model with :func:`build` and run it with the function :func:`runner`
-returns, so they serve the same weights the same way. Without a weights file the weights are
-torch's own initialisation after ``torch.manual_seed(seed)``; nothing is downloaded.
+Both services build their model with :func:`build`, so they serve the same weights: FastAPI runs
+it with the function :func:`runner` returns, the Java service with the one :func:`served` returns
+(dlpack4j-model's calling convention). Without a weights file the weights are torch's own
+initialisation after ``torch.manual_seed(seed)``; nothing is downloaded.
 
 ``python serve_models.py save MODEL FILE [--seed N]`` writes such a ``state_dict`` to FILE.
 """
@@ -119,6 +120,22 @@ def runner(model: torch.nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
     def run(x: torch.Tensor) -> torch.Tensor:
         with torch.inference_mode():
             return model(x).contiguous()
+
+    return run
+
+
+def served(name: str, weights: str | None, torch_threads: int) -> Callable[[object], torch.Tensor]:
+    """Return the Java service's model: ``run(x)`` on a DLPack tensor, for dlpack4j-model's ``factory``.
+
+    Sets torch's intra-op threads of the process to ``torch_threads`` and builds model ``name``
+    with :func:`build`. The runtime calls ``run`` under ``torch.inference_mode()`` with dlpack4j's
+    Python tensor over the request's (or the batch's) memory, which torch views without a copy.
+    """
+    torch.set_num_threads(torch_threads)
+    model = build(name, weights)
+
+    def run(x: object) -> torch.Tensor:
+        return model(torch.from_dlpack(x)).contiguous()
 
     return run
 
