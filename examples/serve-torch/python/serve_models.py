@@ -1,8 +1,9 @@
 """The serve-torch example's models, shared by the Java service and the FastAPI comparison.
 
-Both services build their model with :func:`build` and run it with the function :func:`runner`
-returns, so they serve the same weights the same way. Without a weights file the weights are
-torch's own initialisation after ``torch.manual_seed(seed)``; nothing is downloaded.
+Both services build their model with :func:`build`, so they serve the same weights: FastAPI runs
+it with the function :func:`runner` returns, the Java service with the one :func:`served` returns
+(dlpack4j-model's calling convention). Without a weights file the weights are torch's own
+initialisation after ``torch.manual_seed(seed)``; nothing is downloaded.
 
 ``python serve_models.py save MODEL FILE [--seed N]`` writes such a ``state_dict`` to FILE.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import pathlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -119,6 +121,30 @@ def runner(model: torch.nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
     def run(x: torch.Tensor) -> torch.Tensor:
         with torch.inference_mode():
             return model(x).contiguous()
+
+    return run
+
+
+def served(name: str, weights: str | None, torch_threads: int) -> Callable[[object], torch.Tensor]:
+    """Return the Java service's model: ``run(x)`` on a DLPack tensor, for dlpack4j-model's ``factory``.
+
+    Builds model ``name`` with :func:`build`. The runtime calls ``run`` on its own threads, under
+    ``torch.inference_mode()``, with dlpack4j's Python tensor over the request's (or the batch's)
+    memory, which torch views without a copy. torch keeps its intra-op thread count per OS thread
+    (OpenMP's setting): ``run`` sets it to ``torch_threads`` on each thread's first call, as
+    otherwise a thread's first matrix product starts an OpenMP team of as many threads as cores,
+    whose spinning takes a core from the service (``scripts/loadtest``: mlp with batching at 8
+    connections fell from thousands of requests/s to hundreds).
+    """
+    torch.set_num_threads(torch_threads)
+    model = build(name, weights)
+    threads = threading.local()
+
+    def run(x: object) -> torch.Tensor:
+        if not getattr(threads, "set", False):
+            torch.set_num_threads(torch_threads)
+            threads.set = True
+        return model(torch.from_dlpack(x)).contiguous()
 
     return run
 

@@ -2,9 +2,14 @@ package example.serve;
 
 import static example.serve.ProtocolException.badRequest;
 
-import example.serve.ModelRunner.ModelSpec;
-import example.serve.ModelRunner.Result;
-import example.serve.ModelRunner.TensorSpec;
+import io.github.dlpack4j.DataType;
+import io.github.dlpack4j.Dlpack;
+import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.model.ModelOverloadedException;
+import io.github.dlpack4j.model.ModelStats;
+import io.github.dlpack4j.model.PythonModel;
+import io.github.dlpack4j.model.TensorSpec;
+import io.github.dlpack4j.python.PythonException;
 import io.helidon.http.HeaderName;
 import io.helidon.http.HeaderNames;
 import io.helidon.http.HeaderValues;
@@ -15,14 +20,17 @@ import io.helidon.webserver.http.ServerResponse;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.OptionalLong;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.logging.Level;
@@ -31,14 +39,22 @@ import java.util.logging.Logger;
 /**
  * The Open Inference Protocol (KServe v2) endpoints over HTTP, on Helidon SE's virtual threads:
  * health, server and model metadata, and inference with JSON tensors and the binary tensor data
- * extension; and {@code GET /admin/stats}. Each handler reads and checks its request in Java and
- * hands the model's part to the {@link ModelRunner}.
+ * extension; and {@code GET /admin/stats}. Each handler reads and checks its request in Java, calls
+ * the model's {@link PythonModel} with the input in a native tensor, and writes the answer from the
+ * output tensor.
  */
 final class InferenceService {
     static final HeaderName INFERENCE_HEADER_CONTENT_LENGTH = HeaderNames.create("Inference-Header-Content-Length");
     private static final Logger LOG = Logger.getLogger(InferenceService.class.getName());
+    /** The v2 datatypes of the dtypes a model may declare (those of one element a byte or more). */
+    private static final Map<String, DataType> V2_DTYPES = Map.ofEntries(Map.entry("BOOL", DataType.BOOL),
+            Map.entry("UINT8", DataType.UINT8), Map.entry("UINT16", DataType.UINT16),
+            Map.entry("UINT32", DataType.UINT32), Map.entry("UINT64", DataType.UINT64), Map.entry("INT8", DataType.INT8),
+            Map.entry("INT16", DataType.INT16), Map.entry("INT32", DataType.INT32), Map.entry("INT64", DataType.INT64),
+            Map.entry("FP16", DataType.FLOAT16), Map.entry("FP32", DataType.FLOAT32),
+            Map.entry("FP64", DataType.FLOAT64), Map.entry("BF16", DataType.BFLOAT16));
 
-    private final ModelRunner runner;
+    private final Map<String, PythonModel> models;
     private final ServeOptions options;
     private final AtomicInteger inFlight = new AtomicInteger();
     private final AtomicLong badRequests = new AtomicLong();
@@ -46,8 +62,12 @@ final class InferenceService {
     private final Object idle = new Object();
     private volatile boolean draining;
 
-    InferenceService(ModelRunner runner, ServeOptions options) {
-        this.runner = runner;
+    /**
+     * @param models  the models served, by name
+     * @param options the service's settings
+     */
+    InferenceService(Map<String, PythonModel> models, ServeOptions options) {
+        this.models = models;
         this.options = options;
     }
 
@@ -61,7 +81,7 @@ final class InferenceService {
                 .get("/v2/models/{name}", this::metadata)
                 .get("/v2/models/{name}/ready", (req, res) -> {
                     String name = req.path().pathParameters().get("name");
-                    if (!runner.serves(name)) {
+                    if (!models.containsKey(name)) {
                         error(res, new ProtocolException(404, "unknown model '" + name + "'"));
                     } else {
                         res.status(draining ? Status.SERVICE_UNAVAILABLE_503 : Status.OK_200).send();
@@ -75,33 +95,45 @@ final class InferenceService {
 
     private void metadata(ServerRequest req, ServerResponse res) {
         String name = req.path().pathParameters().get("name");
-        ModelSpec spec = spec(name);
-        if (spec == null) {
+        PythonModel model = models.get(name);
+        if (model == null) {
             error(res, new ProtocolException(404, "unknown model '" + name + "'"));
             return;
         }
         json(res, 200, "{\"name\":" + quote(name) + ",\"versions\":[\"1\"],\"platform\":\"pytorch_torch\","
-                + "\"inputs\":[" + tensorMetadata(spec.input()) + "],\"outputs\":[" + tensorMetadata(spec.output()) + "]}");
+                + "\"inputs\":[" + tensorMetadata(input(model)) + "],\"outputs\":[" + tensorMetadata(output(model))
+                + "]}");
     }
 
     private static String tensorMetadata(TensorSpec t) {
-        return "{\"name\":" + quote(t.name()) + ",\"datatype\":" + quote(t.datatype()) + ",\"shape\":"
+        return "{\"name\":" + quote(t.name()) + ",\"datatype\":" + quote(datatype(t.dtype())) + ",\"shape\":"
                 + Arrays.toString(t.shape()).replace(" ", "") + "}";
     }
 
-    private ModelSpec spec(String name) {
-        for (ModelSpec s : runner.specs()) {
-            if (s.name().equals(name)) {
-                return s;
+    /** {@return the model's one input, as declared to the runtime} */
+    private static TensorSpec input(PythonModel model) {
+        return model.inputs().getFirst();
+    }
+
+    /** {@return the model's one output, as declared to the runtime} */
+    private static TensorSpec output(PythonModel model) {
+        return model.outputs().getFirst();
+    }
+
+    /** {@return the v2 datatype of {@code dtype}: the models' FP32 (and the others of one element a byte or more)} */
+    static String datatype(DataType dtype) {
+        for (Map.Entry<String, DataType> e : V2_DTYPES.entrySet()) {
+            if (e.getValue().equals(dtype)) {
+                return e.getKey();
             }
         }
-        return null;
+        throw new IllegalArgumentException("no v2 datatype for " + dtype);
     }
 
     private void infer(ServerRequest req, ServerResponse res) {
         String name = req.path().pathParameters().get("name");
-        ModelSpec spec = spec(name);
-        if (spec == null) {
+        PythonModel model = models.get(name);
+        if (model == null) {
             error(res, new ProtocolException(404, "unknown model '" + name + "'"));
             return;
         }
@@ -110,48 +142,74 @@ final class InferenceService {
             return;
         }
         inFlight.incrementAndGet();
-        runner.arrive(name);
-        boolean arrived = true;
         try {
-            byte[] body = readBody(req);
-            if (body == null) {
-                return;   // the client went away while sending: nothing was made for it
+            Tensor output;
+            InferRequest request;
+            boolean binary;
+            // Announced before the body is read: a batch being gathered waits for this request
+            // (within the window) rather than run without it; done with once the model answered.
+            try (PythonModel.Announcement coming = model.announce()) {
+                byte[] body = readBody(req);
+                if (body == null) {
+                    return;   // the client went away while sending: nothing was made for it
+                }
+                request = InferRequest.parse(body, body.length, headerLength(req));
+                InferRequest.Input in = checkInput(model, request);
+                binary = outputAsBinary(model, request);
+                try (Tensor input = inputTensor(input(model), in)) {
+                    output = predict(model, input);
+                }
             }
-            long headerLength = headerLength(req);
-            InferRequest request = InferRequest.parse(body, body.length, headerLength);
-            InferRequest.Input in = checkInput(spec, request);
-            boolean binary = outputAsBinary(spec, request);
-            ModelRunner.Work work = new ModelRunner.Work(in.shape(), in.values(), in.body(), in.offset());
-            Result result;
-            try {
-                result = runner.infer(name, work);
-            } finally {
-                runner.leave(name);
-                arrived = false;
+            try (output) {
+                respond(res, model, request, output, binary);
             }
-            respond(res, spec, request, result, binary);
         } catch (ProtocolException e) {
             if (e.status() == 400) {
                 badRequests.incrementAndGet();
             }
             error(res, e);
-        } catch (ModelRunner.ModelException e) {
-            error(res, new ProtocolException(500, e.getMessage()));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            error(res, new ProtocolException(503, "interrupted"));
         } catch (UncheckedIOException e) {
             clientsGone.incrementAndGet();   // the answer could not be written: the client is gone
             LOG.log(Level.FINE, "a client went away", e);
         } finally {
-            if (arrived) {
-                runner.leave(name);
-            }
             if (inFlight.decrementAndGet() == 0 && draining) {
                 synchronized (idle) {
                     idle.notifyAll();
                 }
             }
+        }
+    }
+
+    /** {@return the request's input in a new native tensor: one copy, of the binary data or the JSON's floats} */
+    private static Tensor inputTensor(TensorSpec spec, InferRequest.Input in) {
+        if (in.values() != null) {
+            return Tensor.of(in.values(), in.shape());
+        }
+        Tensor t = Tensor.zeros(spec.dtype(), in.shape());
+        t.withData(dst -> {
+            MemorySegment.copy(in.body(), in.offset(), dst, ValueLayout.JAVA_BYTE, 0, (int) in.binaryDataSize());
+            return null;
+        });
+        return t;
+    }
+
+    /**
+     * {@return the model's output for {@code input}, owned by the caller}
+     *
+     * @throws ProtocolException 500 if the model raised or failed, 503 if its queue is full or the
+     *                           wait was interrupted
+     */
+    private static Tensor predict(PythonModel model, Tensor input) {
+        try {
+            return model.predict(input);
+        } catch (PythonException e) {
+            throw new ProtocolException(500, "the model raised " + e.pythonType() + ": " + e.pythonMessage());
+        } catch (ModelOverloadedException e) {
+            throw new ProtocolException(503, e.getMessage());
+        } catch (CancellationException e) {
+            throw new ProtocolException(503, "interrupted");
+        } catch (RuntimeException e) {
+            throw new ProtocolException(500, "the model failed: " + e.getMessage());
         }
     }
 
@@ -207,12 +265,13 @@ final class InferenceService {
     }
 
     /** {@return the model's one input, checked against its spec: name, datatype, shape and size of the data} */
-    private static InferRequest.Input checkInput(ModelSpec spec, InferRequest request) {
-        TensorSpec want = spec.input();
+    private static InferRequest.Input checkInput(PythonModel model, InferRequest request) {
+        TensorSpec want = input(model);
+        String wantDatatype = datatype(want.dtype());
         InferRequest.Input found = null;
         for (InferRequest.Input in : request.inputs()) {
             if (!in.name().equals(want.name())) {
-                throw badRequest("model " + spec.name() + " has no input '" + in.name() + "' (its input is "
+                throw badRequest("model " + model.name() + " has no input '" + in.name() + "' (its input is "
                         + want.name() + ")");
             }
             if (found != null) {
@@ -221,15 +280,15 @@ final class InferenceService {
             found = in;
         }
         if (found == null) {
-            throw badRequest("model " + spec.name() + " needs input " + want.name());
+            throw badRequest("model " + model.name() + " needs input " + want.name());
         }
         Integer size = InferRequest.DATATYPES.get(found.datatype());
         if (size == null) {
             throw badRequest("unknown datatype '" + found.datatype() + "'");
         }
-        if (!found.datatype().equals(want.datatype())) {
-            throw badRequest("input " + found.name() + " has datatype " + found.datatype() + "; model " + spec.name()
-                    + " takes " + want.datatype());
+        if (!found.datatype().equals(wantDatatype)) {
+            throw badRequest("input " + found.name() + " has datatype " + found.datatype() + "; model " + model.name()
+                    + " takes " + wantDatatype);
         }
         long[] shape = found.shape();
         long numel;
@@ -247,7 +306,7 @@ final class InferenceService {
             fits = want.shape()[i] < 0 || want.shape()[i] == shape[i];
         }
         if (!fits) {
-            throw badRequest("input " + found.name() + " has shape " + Arrays.toString(shape) + "; model " + spec.name()
+            throw badRequest("input " + found.name() + " has shape " + Arrays.toString(shape) + "; model " + model.name()
                     + " takes " + Arrays.toString(want.shape()).replace("-1", "batch >= 1"));
         }
         if (found.values() != null) {
@@ -266,13 +325,13 @@ final class InferenceService {
     }
 
     /** {@return whether the output goes back as binary data; checks the outputs asked for} */
-    private static boolean outputAsBinary(ModelSpec spec, InferRequest request) {
+    private static boolean outputAsBinary(PythonModel model, InferRequest request) {
         boolean binary = request.binaryDataOutput();
         if (request.outputs() != null) {
             for (InferRequest.Output o : request.outputs()) {
-                if (!o.name().equals(spec.output().name())) {
-                    throw badRequest("model " + spec.name() + " has no output '" + o.name() + "' (its output is "
-                            + spec.output().name() + ")");
+                if (!o.name().equals(output(model).name())) {
+                    throw badRequest("model " + model.name() + " has no output '" + o.name() + "' (its output is "
+                            + output(model).name() + ")");
                 }
                 if (o.binaryData() != null) {
                     binary = o.binaryData();
@@ -282,37 +341,43 @@ final class InferenceService {
         return binary;
     }
 
-    private static void respond(ServerResponse res, ModelSpec spec, InferRequest request, Result result, boolean binary) {
-        TensorSpec out = spec.output();
-        float[] values = result.values();
-        StringBuilder json = new StringBuilder(binary ? 160 : 160 + values.length * 12);
-        json.append("{\"model_name\":").append(quote(spec.name())).append(",\"model_version\":\"1\"");
+    /** Writes the answer from the model's output: its bytes straight into a binary body, or its values as JSON. */
+    private static void respond(ServerResponse res, PythonModel model, InferRequest request, Tensor output,
+                                boolean binary) {
+        long[] shape = output.shape();
+        int values = (int) output.numel();
+        StringBuilder json = new StringBuilder(binary ? 160 : 160 + values * 12);
+        json.append("{\"model_name\":").append(quote(model.name())).append(",\"model_version\":\"1\"");
         if (request.id() != null) {
             json.append(",\"id\":").append(quote(request.id()));
         }
-        json.append(",\"outputs\":[{\"name\":").append(quote(out.name())).append(",\"datatype\":")
-                .append(quote(out.datatype())).append(",\"shape\":[");
-        long[] shape = result.shape();
+        json.append(",\"outputs\":[{\"name\":").append(quote(output(model).name())).append(",\"datatype\":")
+                .append(quote(datatype(output.dtype()))).append(",\"shape\":[");
         for (int i = 0; i < shape.length; i++) {
             json.append(i == 0 ? "" : ",").append(shape[i]);
         }
         json.append(']');
         if (binary) {
-            int size = values.length * Float.BYTES;
+            int size = (int) (values * (long) Float.BYTES);
             json.append(",\"parameters\":{\"binary_data_size\":").append(size).append("}}]}");
             byte[] header = json.toString().getBytes(StandardCharsets.UTF_8);
             byte[] body = Arrays.copyOf(header, header.length + size);
-            ByteBuffer.wrap(body, header.length, size).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().put(values);
+            // the output's bytes (little-endian on this CPU, as v2 wants) copied once, from the model's memory
+            output.withData(src -> {
+                MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, body, header.length, size);
+                return null;
+            });
             res.header(INFERENCE_HEADER_CONTENT_LENGTH, Integer.toString(header.length));
             res.header(HeaderValues.CONTENT_TYPE_OCTET_STREAM);
             res.send(body);
         } else {
+            float[] floats = output.toFloatArray();
             json.append(",\"data\":[");
-            for (int i = 0; i < values.length; i++) {
+            for (int i = 0; i < floats.length; i++) {
                 if (i > 0) {
                     json.append(',');
                 }
-                appendFloat(json, values[i]);
+                appendFloat(json, floats[i]);
             }
             json.append("]}]}");
             json(res, 200, json.toString());
@@ -330,14 +395,47 @@ final class InferenceService {
         }
     }
 
+    /**
+     * The admin endpoint: dlpack4j's live exports and native bytes, the requests in flight, the
+     * models' counters summed (each model's {@link PythonModel#stats()}), the service's own, and per
+     * model its counters with the percentiles of its queue waits and model calls.
+     */
     private void stats(ServerRequest req, ServerResponse res) {
-        ModelRunner.Stats s = runner.stats();
-        json(res, 200, "{\"live_exports\":" + s.liveExports() + ",\"native_bytes\":" + s.nativeBytes()
-                + ",\"in_flight\":" + inFlight.get() + ",\"requests\":" + s.requests() + ",\"batches\":" + s.batches()
-                + ",\"batched_rows\":" + s.batchedRows() + ",\"largest_batch\":" + s.largestBatch()
-                + ",\"model_errors\":" + s.modelErrors() + ",\"bad_requests\":" + badRequests.get()
-                + ",\"clients_gone\":" + clientsGone.get() + ",\"rss_bytes\":" + rssBytes()
-                + ",\"settings\":" + quote(options.describe()) + "}");
+        long requests = 0;
+        long answered = 0;
+        long failed = 0;
+        long rejected = 0;
+        long batches = 0;
+        int largestBatchRows = 0;
+        StringBuilder perModel = new StringBuilder();
+        for (PythonModel m : models.values()) {
+            ModelStats s = m.stats();
+            requests += s.requests();
+            answered += s.answered();
+            failed += s.failed();
+            rejected += s.rejected();
+            batches += s.batches();
+            largestBatchRows = Math.max(largestBatchRows, s.largestBatchRows());
+            perModel.append(perModel.isEmpty() ? "" : ",").append(quote(m.name())).append(":{\"requests\":")
+                    .append(s.requests()).append(",\"answered\":").append(s.answered()).append(",\"failed\":")
+                    .append(s.failed()).append(",\"rejected\":").append(s.rejected()).append(",\"batches\":")
+                    .append(s.batches()).append(",\"largest_batch_rows\":").append(s.largestBatchRows())
+                    .append(",\"queue_wait_p50_us\":").append(micros(s.queueWaitP50()))
+                    .append(",\"queue_wait_p99_us\":").append(micros(s.queueWaitP99()))
+                    .append(",\"run_p50_us\":").append(micros(s.runP50()))
+                    .append(",\"run_p99_us\":").append(micros(s.runP99())).append('}');
+        }
+        json(res, 200, "{\"live_exports\":" + Dlpack.liveExports() + ",\"native_bytes\":" + Dlpack.nativeBytesInUse()
+                + ",\"in_flight\":" + inFlight.get() + ",\"requests\":" + requests + ",\"answered\":" + answered
+                + ",\"batches\":" + batches + ",\"largest_batch_rows\":" + largestBatchRows
+                + ",\"model_errors\":" + failed + ",\"rejected\":" + rejected
+                + ",\"bad_requests\":" + badRequests.get() + ",\"clients_gone\":" + clientsGone.get()
+                + ",\"rss_bytes\":" + rssBytes() + ",\"models\":{" + perModel + "},\"settings\":"
+                + quote(options.describe()) + "}");
+    }
+
+    private static long micros(Duration d) {
+        return d.toNanos() / 1000;
     }
 
     /** {@return the process's resident set size from /proc/self/status, or -1} */

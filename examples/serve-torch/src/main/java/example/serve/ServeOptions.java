@@ -15,8 +15,8 @@ import java.util.Set;
  * @param batching          dynamic batching ({@code --batching}; off by default)
  * @param batchWindowMicros how long a batch waits for more requests ({@code --batch-window-us}, 2000)
  * @param maxBatchRows      the most rows in one batch ({@code --max-batch}; 0: 64 for mlp, 8 for resnet18)
- * @param runnerThreadsOption platform threads per model, each running one model call at a time
- *                          ({@code --runner-threads}; 0: see {@link #runnerThreads(String)})
+ * @param runnerThreadsOption the model's threads ({@code PythonModel.Builder.workers}), each running one
+ *                          model call at a time ({@code --runner-threads}; 0: see {@link #runnerThreads(String)})
  * @param torchThreadsOption torch's intra-op threads ({@code --torch-threads}; 0: 1)
  * @param maxBodyBytes      the largest request body accepted ({@code --max-body-mb}, 64 MiB)
  */
@@ -108,7 +108,7 @@ record ServeOptions(List<String> models, Path weights, int port, boolean batchin
         }
     }
 
-    /** {@return the most rows in one batch, and in the buffer each model thread keeps, for {@code model}} */
+    /** {@return the most rows in one batch, and in the batch buffer each model thread keeps, for {@code model}} */
     int maxBatch(String model) {
         return maxBatchRows > 0 ? maxBatchRows : model.equals("resnet18") ? 8 : 64;
     }

@@ -1,6 +1,11 @@
 package example.serve;
 
+import io.github.dlpack4j.model.ModelStats;
+import io.github.dlpack4j.model.PythonModel;
+import io.github.dlpack4j.python.Python;
 import io.helidon.webserver.WebServer;
+import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -20,12 +25,12 @@ public final class ServeTorch {
     /** How long SIGTERM waits for the requests in flight. */
     static final long DRAIN_MILLIS = 8_000;
 
-    private final ModelRunner runner;
+    private final Map<String, PythonModel> models;
     private final InferenceService service;
     private final WebServer server;
 
-    private ServeTorch(ModelRunner runner, InferenceService service, WebServer server) {
-        this.runner = runner;
+    private ServeTorch(Map<String, PythonModel> models, InferenceService service, WebServer server) {
+        this.models = models;
         this.service = service;
         this.server = server;
     }
@@ -37,9 +42,9 @@ public final class ServeTorch {
      * @return the running service
      */
     static ServeTorch start(ServeOptions options) {
-        ModelRunner runner = ModelRunner.start(options);
+        Map<String, PythonModel> models = ServedModels.load(Python.start(), options);
         try {
-            InferenceService service = new InferenceService(runner, options);
+            InferenceService service = new InferenceService(models, options);
             WebServer server = WebServer.builder()
                     .host("127.0.0.1")
                     .port(options.port())
@@ -48,9 +53,9 @@ public final class ServeTorch {
                     .routing(service::routing)
                     .build()
                     .start();
-            return new ServeTorch(runner, service, server);
+            return new ServeTorch(models, service, server);
         } catch (RuntimeException e) {
-            runner.close();
+            models.values().forEach(PythonModel::close);
             throw e;
         }
     }
@@ -67,7 +72,7 @@ public final class ServeTorch {
 
     /**
      * Drains and stops: no new inference requests (503), the ones in flight answered (at most
-     * {@link #DRAIN_MILLIS}), then the server and the model threads stopped.
+     * {@link #DRAIN_MILLIS}), then the server and the models closed (their threads stopped).
      *
      * @return whether every request in flight was answered
      */
@@ -75,8 +80,28 @@ public final class ServeTorch {
         service.startDraining();
         boolean drained = service.awaitIdle(DRAIN_MILLIS);
         server.stop();
-        runner.close();
+        models.values().forEach(PythonModel::close);
         return drained;
+    }
+
+    /** {@return one line per model of what it did: {@link PythonModel#stats()}} */
+    String statsLines() {
+        StringBuilder b = new StringBuilder();
+        for (PythonModel m : models.values()) {
+            ModelStats s = m.stats();
+            b.append(b.isEmpty() ? "" : "\n").append("serve-torch: ").append(m.name()).append(": ")
+                    .append(s.requests()).append(" requests, ").append(s.answered()).append(" answered, ")
+                    .append(s.failed()).append(" failed, ").append(s.rejected()).append(" rejected; ")
+                    .append(s.batches()).append(" model calls of up to ").append(s.largestBatchRows())
+                    .append(" rows; queue wait p50 ").append(micros(s.queueWaitP50())).append(" us, p99 ")
+                    .append(micros(s.queueWaitP99())).append(" us; model call p50 ").append(micros(s.runP50()))
+                    .append(" us, p99 ").append(micros(s.runP99())).append(" us");
+        }
+        return b.toString();
+    }
+
+    private static long micros(Duration d) {
+        return d.toNanos() / 1000;
     }
 
     public static void main(String[] args) throws InterruptedException {
@@ -98,6 +123,7 @@ public final class ServeTorch {
                 System.out.println("serve-torch: stopped on SIG" + signal.getName()
                         + (drained ? ", every request in flight answered" : ", requests still in flight after "
                         + DRAIN_MILLIS + " ms"));
+                System.out.println(serve.statsLines());
                 System.out.flush();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();

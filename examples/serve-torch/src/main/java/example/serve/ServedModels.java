@@ -1,0 +1,108 @@
+package example.serve;
+
+import io.github.dlpack4j.DataType;
+import io.github.dlpack4j.model.PythonModel;
+import io.github.dlpack4j.python.PyObject;
+import io.github.dlpack4j.python.Python;
+import io.github.dlpack4j.python.PythonException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The served models as dlpack4j-model's {@link PythonModel}s: each built by
+ * {@code serve_models.served(name, weights, torch_threads)} (the models' Python code, a resource of
+ * this jar), with its one input and output declared, and the service's batching, threads and queue.
+ */
+final class ServedModels {
+    /** How many requests of one model may wait for it; past it the service answers 503. */
+    static final int MAX_QUEUE = 1_000;
+
+    private ServedModels() {
+    }
+
+    /**
+     * Loads every model of {@code options}, each warmed up and ready.
+     *
+     * @param py      the process's interpreter
+     * @param options the service's settings
+     * @return the models by name, in the order they were given
+     * @throws PythonException if Python cannot build a model
+     */
+    static Map<String, PythonModel> load(Python py, ServeOptions options) {
+        register(py);
+        Map<String, PythonModel> models = new LinkedHashMap<>();
+        try {
+            for (String name : options.models()) {
+                models.put(name, load(py, options, name));
+            }
+        } catch (RuntimeException e) {
+            models.values().forEach(PythonModel::close);
+            throw e;
+        }
+        return models;
+    }
+
+    private static PythonModel load(Python py, ServeOptions options, String name) {
+        PythonModel.Builder b = PythonModel.builder()
+                .name(name)
+                .python(py)
+                .factory("serve_models", "served", name,
+                        options.weights() == null ? null : options.weights().toString(), options.torchThreads())
+                .workers(options.runnerThreads(name))
+                .maxQueue(MAX_QUEUE);
+        switch (name) {
+            case "mlp" -> b.input("x", DataType.FLOAT32, -1, 256).output("y", DataType.FLOAT32, -1, 16);
+            case "resnet18" -> b.input("x", DataType.FLOAT32, -1, 3, 224, 224).output("y", DataType.FLOAT32, -1, 1000);
+            default -> throw new IllegalArgumentException("no model " + name);
+        }
+        if (options.batching()) {
+            b.batching(options.maxBatch(name), Duration.ofNanos(options.batchWindowMicros() * 1000));
+        }
+        return b.build();
+    }
+
+    /** Runs the models' code as the module {@code serve_models}, once per process (every service in the JVM shares it). */
+    private static void register(Python py) {
+        py.withGil(() -> {
+            try (PyObject sys = py.importModule("sys");
+                 PyObject modules = sys.attr("modules");
+                 PyObject present = modules.callMethod("__contains__", "serve_models")) {
+                if (present.asBoolean()) {
+                    return null;
+                }
+                try (PyObject types = py.importModule("types");
+                     PyObject builtins = py.importModule("builtins");
+                     PyObject module = types.callMethod("ModuleType", "serve_models");
+                     PyObject namespace = module.attr("__dict__");
+                     PyObject code = builtins.callMethod("compile", resource("serve_models.py"), "serve_models.py",
+                             "exec")) {
+                    // in sys.modules while it runs, as an import would have it (its dataclasses look it up there)
+                    modules.callMethod("__setitem__", "serve_models", module).close();
+                    try {
+                        builtins.callMethod("exec", code, namespace).close();
+                    } catch (RuntimeException e) {
+                        modules.callMethod("__delitem__", "serve_models").close();
+                        throw e;
+                    }
+                }
+            }
+            return null;
+        });
+    }
+
+    private static String resource(String name) {
+        try (InputStream in = ServedModels.class.getClassLoader().getResourceAsStream(name)) {
+            if (in == null) {
+                throw new IllegalStateException("resource " + name + " is missing from the class path");
+            }
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
