@@ -156,14 +156,25 @@ public final class SparkScore {
     private static String seededWeights() throws IOException {
         Path file = Path.of(System.getProperty("java.io.tmpdir"), "dlpack4j-spark-score-mlp-seed0.pt");
         Python py = ExecutorPython.get(); // the Python that ExecutorPython.configure named
-        try (PyObject types = py.importModule("types");
-             PyObject builtins = py.importModule("builtins");
-             PyObject module = types.callMethod("ModuleType", "mlp");
-             PyObject namespace = module.attr("__dict__");
-             PyObject ignored = builtins.callMethod("exec", resource("mlp.py"), namespace);
+        try (PyObject module = module(py, "mlp", resource("mlp.py"));
              PyObject save = module.attr("save_weights");
              PyObject done = save.call(file.toString(), 0)) {
             return file.toString();
+        }
+    }
+
+    /** {@return {@code source} run as a module of its own, named {@code name} (not in {@code sys.modules})} */
+    static PyObject module(Python py, String name, String source) {
+        try (PyObject types = py.importModule("types");
+             PyObject builtins = py.importModule("builtins")) {
+            PyObject module = types.callMethod("ModuleType", name);
+            try (PyObject namespace = module.attr("__dict__");
+                 PyObject ignored = builtins.callMethod("exec", source, namespace)) {
+                return module;
+            } catch (RuntimeException | Error e) {
+                module.close();
+                throw e;
+            }
         }
     }
 

@@ -7,8 +7,9 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
-import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 
 import org.apache.spark.SparkConf;
@@ -26,8 +27,11 @@ import org.apache.spark.launcher.JavaModuleOptions;
  * else {@code python3}: see {@link Python#start()}. In {@code local[N]} mode the executor is the
  * driver's JVM, and its interpreter the driver's.
  *
- * <p>{@link #model(PythonModel)} loads a model once per JVM and gives every task thread the same
- * Python object; Python calls take the GIL for themselves, and torch lets it go while it computes.
+ * <p>Each model runs through dlpack4j-model's runtime ({@link io.github.dlpack4j.model.PythonModel}):
+ * the first task that needs it builds the runtime's model in this JVM, and every task thread of the
+ * JVM shares it. Its model calls run on the runtime's own threads, as many as the executor has task
+ * slots ({@link #taskSlots}), without batching (a task's batch is already {@code batchSize} rows),
+ * each call holding the GIL only while Python runs (torch lets it go while it computes).
  */
 public final class ExecutorPython {
     /** The Spark setting that names the executors' Python: {@code spark.executorEnv.DLPACK4J_PYTHON}. */
@@ -36,10 +40,13 @@ public final class ExecutorPython {
     public static final String NATIVE_ACCESS = "--enable-native-access=ALL-UNNAMED";
     private static final String EXECUTOR_JAVA_OPTIONS = "spark.executor.extraJavaOptions";
     private static final String PYTHON_PROPERTY = "dlpack4j.python";
+    /** A local master: {@code local}, {@code local[N]}, {@code local[*]}, {@code local[N,F]}. */
+    private static final Pattern LOCAL = Pattern.compile("local(?:\\[(\\d+|\\*)(?:,\\d+)?\\])?");
 
     private static final Object START = new Object();
     private static volatile Python python;
-    private static final ConcurrentHashMap<String, CompletableFuture<PyObject>> MODELS = new ConcurrentHashMap<>();
+    private static final ConcurrentHashMap<String, CompletableFuture<io.github.dlpack4j.model.PythonModel>> MODELS =
+            new ConcurrentHashMap<>();
 
     private ExecutorPython() {
     }
@@ -79,25 +86,32 @@ public final class ExecutorPython {
     }
 
     /**
-     * The Python object {@code model} loads, loaded once per JVM (per {@link PythonModel} key) by the
-     * first task that asks; task threads that ask meanwhile wait for that load. A load that fails
-     * fails those tasks, and the next task tries again.
+     * The runtime's model of {@code model} with {@code outputs} declared, built once per JVM (per
+     * {@link PythonModel} key and outputs) by the first task that asks; task threads that ask
+     * meanwhile wait for that build. A build that fails fails those tasks, and the next task tries
+     * again. Its callable takes the batch's inputs and then the task's clock ({@link PythonHelpers}).
      *
-     * @param model the model
-     * @return the loaded model, shared by every task of this JVM; never close it
-     * @throws RuntimeException what the load threw (a {@code PythonException} for a Python error)
+     * @param model   the model
+     * @param outputs the outputs it returns, in order: declared to the runtime by name and dtype, and
+     *                by rank (the extents are the task's to check against its batch)
+     * @return the runtime's model, shared by every task of this JVM; never close it
+     * @throws RuntimeException what the build threw (a {@code PythonException} for a Python error)
      */
-    public static PyObject model(PythonModel model) {
+    static io.github.dlpack4j.model.PythonModel model(PythonModel model, List<TensorColumn> outputs) {
         Objects.requireNonNull(model, "model");
-        CompletableFuture<PyObject> loaded = MODELS.get(model.key());
+        StringBuilder key = new StringBuilder(model.key());
+        for (TensorColumn c : outputs) {
+            key.append('\0').append(c.name()).append(' ').append(c.dtype()).append(c.isArray() ? " 2" : " 1");
+        }
+        CompletableFuture<io.github.dlpack4j.model.PythonModel> loaded = MODELS.get(key.toString());
         if (loaded == null) {
-            CompletableFuture<PyObject> mine = new CompletableFuture<>();
-            loaded = MODELS.putIfAbsent(model.key(), mine);
+            CompletableFuture<io.github.dlpack4j.model.PythonModel> mine = new CompletableFuture<>();
+            loaded = MODELS.putIfAbsent(key.toString(), mine);
             if (loaded == null) {
                 try {
-                    mine.complete(model.load(get()));
+                    mine.complete(build(model, outputs));
                 } catch (RuntimeException | Error e) {
-                    MODELS.remove(model.key(), mine);
+                    MODELS.remove(key.toString(), mine);
                     mine.completeExceptionally(e);
                     throw e;
                 }
@@ -112,6 +126,40 @@ public final class ExecutorPython {
             }
             throw e;
         }
+    }
+
+    private static io.github.dlpack4j.model.PythonModel build(PythonModel model, List<TensorColumn> outputs) {
+        Python p = get();
+        io.github.dlpack4j.model.PythonModel.Builder b = io.github.dlpack4j.model.PythonModel.builder()
+                .name(model.name()).python(p).workers(taskSlots());
+        for (TensorColumn c : outputs) {
+            b.output(c.name(), c.dtype(), c.isArray() ? new long[] {-1, -1} : new long[] {-1});
+        }
+        return model.build(b, p);
+    }
+
+    /**
+     * The task threads this executor runs at once: {@code spark.executor.cores} (or the N of a
+     * {@code local[N]} master, every core for {@code local[*]} or when neither is set) divided by
+     * {@code spark.task.cpus}; at least 1.
+     *
+     * @return the executor's task slots
+     */
+    static int taskSlots() {
+        SparkEnv env = SparkEnv.get();
+        int cores = Runtime.getRuntime().availableProcessors();
+        int perTask = 1;
+        if (env != null) {
+            SparkConf conf = env.conf();
+            perTask = Math.max(1, conf.getInt("spark.task.cpus", 1));
+            Matcher local = LOCAL.matcher(conf.get("spark.master", ""));
+            if (conf.contains("spark.executor.cores")) {
+                cores = conf.getInt("spark.executor.cores", cores);
+            } else if (local.matches()) {
+                cores = local.group(1) == null ? 1 : local.group(1).equals("*") ? cores : Integer.parseInt(local.group(1));
+            }
+        }
+        return Math.max(1, cores / perTask);
     }
 
     /**

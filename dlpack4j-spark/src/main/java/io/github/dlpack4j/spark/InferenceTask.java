@@ -4,14 +4,13 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.NoSuchElementException;
 
-import io.github.dlpack4j.ManagedTensor;
+import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.Tensor;
-import io.github.dlpack4j.python.PyObject;
-import io.github.dlpack4j.python.Python;
-import io.github.dlpack4j.python.PythonDlpack;
 
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.FlatMapFunction;
@@ -21,7 +20,8 @@ import org.apache.spark.util.TaskCompletionListener;
 
 /**
  * What one task of a {@link BatchInference} runs over its partition: batches packed, the model
- * called, output rows written, one batch at a time as Spark asks for the rows.
+ * called through the executor's runtime ({@link ExecutorPython#model}), output rows written, one
+ * batch at a time as Spark asks for the rows.
  */
 final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, InternalRow> {
     private static final long serialVersionUID = 1L;
@@ -63,15 +63,14 @@ final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, Inte
 
     @Override
     public Iterator<InternalRow> call(Iterator<InternalRow> rows) {
-        Python python = ExecutorPython.get();
-        PyObject callable = ExecutorPython.model(model);
+        io.github.dlpack4j.model.PythonModel runtime = ExecutorPython.model(model, outputs);
         if (metrics != null) {
             metrics.taskStarted();
         }
-        Scoring scoring = new Scoring(rows, python, callable);
+        Scoring scoring = new Scoring(rows, runtime);
         TaskContext task = TaskContext.get();
         if (task != null) {
-            TaskCompletionListener done = t -> scoring.release(); // a failed or cut-short task too
+            TaskCompletionListener done = t -> scoring.close(); // a failed or cut-short task too
             task.addTaskCompletionListener(done);
         }
         return scoring;
@@ -80,22 +79,36 @@ final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, Inte
     /** The output rows of one partition. */
     private final class Scoring implements Iterator<InternalRow> {
         private final Iterator<InternalRow> rows;
-        private final Python python;
-        private final PyObject callable;
-        private final PythonHelpers helpers;
-        private final List<String> outputNames = outputs.stream().map(TensorColumn::name).toList();
+        private final io.github.dlpack4j.model.PythonModel runtime;
+        /** The inputs' names in the runtime's calls, in the model's order, then the clock's. */
+        private final List<String> names;
+        /** Where the model's wrapper writes the nanoseconds of its call ({@link PythonHelpers}). */
+        private final Tensor clock = Tensor.zeros(DataType.INT64, 1);
         private final RowsToTensors packer = RowsToTensors.of(rowsSchema, packed, key);
         private final TensorsToRows writer = TensorsToRows.of(written);
         private Iterator<InternalRow> current = Collections.emptyIterator();
         private RowBatch batch;
-        private List<ManagedTensor> results = List.of();
+        private List<Tensor> results = List.of();
         private long batches;
 
-        Scoring(Iterator<InternalRow> rows, Python python, PyObject callable) {
+        Scoring(Iterator<InternalRow> rows, io.github.dlpack4j.model.PythonModel runtime) {
             this.rows = rows;
-            this.python = python;
-            this.callable = callable;
-            this.helpers = PythonHelpers.of(python);
+            this.runtime = runtime;
+            List<String> n = new ArrayList<>();
+            for (int i : inputs) {
+                n.add(unique(n, packed.get(i).name()));
+            }
+            n.add(unique(n, "clock"));
+            this.names = List.copyOf(n);
+        }
+
+        /** {@return {@code name}, or it with a suffix that {@code taken} lacks: an input column may be given twice} */
+        private static String unique(List<String> taken, String name) {
+            String n = name;
+            for (int k = 2; taken.contains(n); k++) {
+                n = name + "#" + k;
+            }
+            return n;
         }
 
         @Override
@@ -113,7 +126,7 @@ final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, Inte
                 for (int i : passThrough) {
                     columns.add(batch.tensor(i));
                 }
-                results.forEach(m -> columns.add(m.tensor()));
+                columns.addAll(results);
                 long unpack = timed ? writer.timeRows(columns) : -1;
                 current = writer.rows(columns);
                 if (metrics != null) {
@@ -132,42 +145,32 @@ final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, Inte
         }
 
         /**
-         * Runs the model on a batch; {@code nanos} gets the model's time and the exchange's (the rest
-         * of the GIL scope, and taking the GIL).
+         * Runs the model on a batch through the runtime; {@code nanos} gets the model's time (its
+         * Python call, which its wrapper writes into the clock) and the exchange's (the rest of the
+         * runtime's call: the hand-off to the runtime's thread, the inputs exported and the outputs
+         * imported, taking the GIL).
          */
-        private List<ManagedTensor> score(RowBatch b, long[] nanos) {
+        private List<Tensor> score(RowBatch b, long[] nanos) {
+            Map<String, Tensor> in = new LinkedHashMap<>();
+            for (int i = 0; i < inputs.length; i++) {
+                in.put(names.get(i), b.tensor(inputs[i]));
+            }
+            in.put(names.getLast(), clock);
+            clock.setLong(0, 0); // stays 0 where the wrapper finds neither torch nor NumPy to write it with
             long start = System.nanoTime();
-            List<ManagedTensor> imported = new ArrayList<>(outputs.size());
-            python.withGil(() -> {
-                PyObject[] args = new PyObject[inputs.length];
-                try {
-                    for (int i = 0; i < inputs.length; i++) {
-                        args[i] = PythonDlpack.toPython(b.tensor(inputs[i]));
-                    }
-                    long called = System.nanoTime();
-                    try (PyObject result = callable.call((Object[]) args)) {
-                        nanos[0] = System.nanoTime() - called;
-                        try (PyObject each = helpers.outputs(model.name(), result, outputNames)) {
-                            for (int j = 0; j < outputs.size(); j++) {
-                                try (PyObject o = each.get(j)) {
-                                    imported.add(PythonDlpack.fromDlpack(o));
-                                }
-                                check(outputs.get(j), imported.get(j).tensor(), b.rows());
-                            }
-                        }
-                    }
-                } catch (RuntimeException | Error e) {
-                    imported.forEach(ManagedTensor::close);
-                    throw e;
-                } finally {
-                    for (PyObject a : args) {
-                        if (a != null) {
-                            a.close();
-                        }
-                    }
+            Map<String, Tensor> out = runtime.predict(in);
+            long total = System.nanoTime() - start;
+            List<Tensor> imported = new ArrayList<>(out.values());
+            try {
+                for (int j = 0; j < outputs.size(); j++) {
+                    check(outputs.get(j), imported.get(j), b.rows());
                 }
-            });
-            nanos[1] = System.nanoTime() - start - nanos[0];
+            } catch (RuntimeException | Error e) {
+                imported.forEach(Tensor::close);
+                throw e;
+            }
+            nanos[0] = clock.getLong(0);
+            nanos[1] = total - nanos[0];
             return imported;
         }
 
@@ -183,12 +186,18 @@ final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, Inte
         /** Closes the batch and the model's outputs, once their rows were read. */
         void release() {
             current = Collections.emptyIterator();
-            results.forEach(ManagedTensor::close);
+            results.forEach(Tensor::close);
             results = List.of();
             if (batch != null) {
                 batch.close();
                 batch = null;
             }
+        }
+
+        /** Releases what {@link #release()} does, and the clock: the task is over. */
+        void close() {
+            release();
+            clock.close();
         }
     }
 }

@@ -1,63 +1,88 @@
 package io.github.dlpack4j.spark;
 
-import java.util.List;
-
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 
 /**
- * The few Python functions the module runs in an executor's interpreter, in a module of their own
- * ({@code dlpack4j_spark}, never in {@code __main__}), made once per JVM.
+ * The module {@value #MODULE} of an executor's interpreter, made once per JVM: the factories through
+ * which dlpack4j-model's runtime ({@code PythonModel.Builder.factory}) gets a Spark model's callable,
+ * each wrapped in {@code Timed}, which times the model's own call for {@link InferenceMetrics}.
+ *
+ * <p>{@code Timed} takes one argument more than the model: an int64 tensor {@code [1]} of the
+ * calling task (its clock), into which it writes the nanoseconds of the model's call; the model gets
+ * the arguments before it. The loading itself is dlpack4j-model's: {@code source} runs a model's
+ * source through the runtime's own {@code load_source} (of its module {@code dlpack4j_model}, which
+ * the runtime makes before it calls a factory), and {@code made} hands over a callable that a
+ * {@link PythonModel.Loader} made in Java.
  */
 final class PythonHelpers {
+    /** The module's name in {@code sys.modules}, which the runtime's factory imports. */
+    static final String MODULE = "dlpack4j_spark";
+
     private static final String SOURCE = """
-            import linecache
-            import types
+            import sys
+            import time
+            from typing import Any, Callable
+
+            # Callables that Java loaders made, until the runtime takes them (made).
+            _made: dict[str, Callable[..., Any]] = {}
 
 
-            def load_source(name, source, factory, args):
-                filename = f"<model {name}>"
-                # Tracebacks of the model's code show its lines.
-                linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-                module = types.ModuleType(f"dlpack4j_model_{name}")
-                module.__file__ = filename
-                exec(compile(source, filename, "exec"), module.__dict__)
-                if not callable(getattr(module, factory, None)):
-                    raise NameError(f"model {name}: its source defines no function {factory}")
-                return getattr(module, factory)(*args)
+            class Timed:
+                \"""The model, called with the arguments but the last: the task's clock, int64 [1],
+                into which it writes the nanoseconds of the model's call.\"""
+
+                def __init__(self, model: Callable[..., Any]) -> None:
+                    self.model = model
+
+                def __call__(self, *args: Any) -> Any:
+                    start = time.perf_counter_ns()
+                    try:
+                        return self.model(*args[:-1])
+                    finally:
+                        elapsed = time.perf_counter_ns() - start
+                        framework = sys.modules.get("torch") or sys.modules.get("numpy")
+                        if framework is not None:
+                            framework.from_dlpack(args[-1])[0] = elapsed
 
 
-            def outputs(name, result, names):
-                if isinstance(result, dict):
-                    missing = [n for n in names if n not in result]
-                    if missing:
-                        raise KeyError(f"model {name} returned a dict without {missing}; it has {list(result)}")
-                    return tuple(result[n] for n in names)
-                if isinstance(result, (tuple, list)):
-                    if len(result) != len(names):
-                        raise ValueError(f"model {name} returned {len(result)} outputs; {len(names)} are declared: {names}")
-                    return tuple(result)
-                if len(names) != 1:
-                    raise ValueError(f"model {name} returned one output; {len(names)} are declared: {names}")
-                return (result,)
+            def source(name: str, code: str, function: str, args: list[Any]) -> Timed:
+                return Timed(sys.modules["dlpack4j_model"].load_source(name, code, function, args))
+
+
+            def put(key: str, model: Callable[..., Any]) -> None:
+                _made[key] = model
+
+
+            def discard(key: str) -> None:
+                _made.pop(key, None)
+
+
+            def made(key: str) -> Timed:
+                return Timed(_made.pop(key))
             """;
 
     private static volatile PythonHelpers instance;
 
-    private final PyObject loadSource;
-    private final PyObject outputs;
+    private final PyObject module;
 
     private PythonHelpers(Python python) {
-        try (PyObject types = python.importModule("types");
-             PyObject builtins = python.importModule("builtins");
-             PyObject module = types.callMethod("ModuleType", "dlpack4j_spark");
-             PyObject namespace = module.attr("__dict__");
-             PyObject ignored = builtins.callMethod("exec", SOURCE, namespace)) {
-            loadSource = module.attr("load_source");
-            outputs = module.attr("outputs");
-        }
+        module = python.withGil(() -> {
+            try (PyObject types = python.importModule("types");
+                 PyObject builtins = python.importModule("builtins");
+                 PyObject sys = python.importModule("sys");
+                 PyObject modules = sys.attr("modules")) {
+                PyObject m = types.callMethod("ModuleType", MODULE);
+                try (PyObject namespace = m.attr("__dict__");
+                     PyObject ignored = builtins.callMethod("exec", SOURCE, namespace);
+                     PyObject registered = modules.callMethod("__setitem__", MODULE, m)) {
+                    return m;
+                }
+            }
+        });
     }
 
+    /** {@return the module of this JVM's interpreter, made on first use} */
     static PythonHelpers of(Python python) {
         PythonHelpers h = instance;
         if (h == null) {
@@ -71,13 +96,13 @@ final class PythonHelpers {
         return h;
     }
 
-    /** Runs {@code source} as a module and returns {@code factory(*args)} of it. */
-    PyObject loadSource(String name, String source, String factory, List<Object> args) {
-        return loadSource.call(name, source, factory, args);
+    /** Keeps {@code model}, made by a loader, for the factory {@code made(key)}. */
+    void put(String key, PyObject model) {
+        module.callMethod("put", key, model).close();
     }
 
-    /** The model's {@code result} as a tuple of the declared outputs, by position or by name. */
-    PyObject outputs(String model, PyObject result, List<String> names) {
-        return outputs.call(model, result, names);
+    /** Lets go of what {@link #put} kept under {@code key}, if the factory did not take it. */
+    void discard(String key) {
+        module.callMethod("discard", key).close();
     }
 }

@@ -14,14 +14,17 @@ import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 
 /**
- * A model that executors load into their embedded Python, once per executor JVM
- * ({@link ExecutorPython#model}): a Python callable that takes a batch's input tensors, in the order
- * {@link BatchInference} declares them, as DLPack objects ({@code torch.from_dlpack(x)} views one
- * without a copy), and returns the output tensors: one DLPack producer (a torch tensor, a NumPy
- * array), a tuple or list of them in the declared order, or a dict of them by output name.
+ * A model that executors load into their embedded Python, once per executor JVM, and run through
+ * dlpack4j-model's runtime ({@link io.github.dlpack4j.model.PythonModel}, by its calling convention):
+ * a Python callable that takes a batch's input tensors, in the order {@link BatchInference} declares
+ * them, as DLPack objects ({@code torch.from_dlpack(x)} views one without a copy), and returns the
+ * output tensors: one DLPack producer (a torch tensor, a NumPy array), a tuple or list of them in the
+ * declared order, or a dict of them by output name.
  *
- * <p>The model travels to the executors inside the job, so what makes it must be serializable:
- * Python source code ({@link #fromSource}), or a {@link Loader}, a serializable Java function.
+ * <p>This is the description of the model that travels to the executors inside the job, so what
+ * makes it must be serializable: Python source code ({@link #fromSource}), or a {@link Loader}, a
+ * serializable Java function. Each executor then builds the runtime's model from it
+ * ({@link ExecutorPython}).
  */
 public final class PythonModel implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -42,13 +45,16 @@ public final class PythonModel implements Serializable {
     private final String name;
     /** What an executor's cache knows the model by. */
     private final String key;
-    /** Makes the model's callable. */
+    /** Makes the model's callable: a Java function, or null for source. */
     private final Loader loader;
+    /** The source of {@link #fromSource}, or null for a loader. */
+    private final Source source;
 
-    private PythonModel(String name, String key, Loader loader) {
+    private PythonModel(String name, String key, Loader loader, Source source) {
         this.name = name;
         this.key = key;
         this.loader = loader;
+        this.source = source;
     }
 
     /**
@@ -62,7 +68,7 @@ public final class PythonModel implements Serializable {
     public static PythonModel of(String name, Loader loader) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(loader, "loader");
-        return new PythonModel(name, name, loader);
+        return new PythonModel(name, name, loader, null);
     }
 
     /**
@@ -89,7 +95,7 @@ public final class PythonModel implements Serializable {
             }
         }
         String key = name + "@" + digest(source + '\0' + factory + '\0' + arguments);
-        return new PythonModel(name, key, new SourceLoader(name, source, factory, arguments));
+        return new PythonModel(name, key, null, new Source(source, factory, arguments));
     }
 
     private static String digest(String text) {
@@ -111,12 +117,31 @@ public final class PythonModel implements Serializable {
         return key;
     }
 
-    PyObject load(Python python) {
-        PyObject model = loader.load(python);
-        if (model == null) {
-            throw new IllegalStateException("model " + name + ": the loader returned no Python object");
+    /**
+     * Builds the runtime's model from this description, in an executor: the callable made by the
+     * loader, or by dlpack4j-model's loading of source, wrapped in {@code Timed} ({@link PythonHelpers}).
+     *
+     * @param builder the runtime's settings, all but the source
+     * @param python  the executor's interpreter, the builder's
+     * @return the runtime's model, loaded
+     */
+    io.github.dlpack4j.model.PythonModel build(io.github.dlpack4j.model.PythonModel.Builder builder, Python python) {
+        PythonHelpers helpers = PythonHelpers.of(python);
+        if (source != null) {
+            return builder.factory(PythonHelpers.MODULE, "source", name, source.code(), source.factory(), source.args())
+                    .build();
         }
-        return model;
+        try (PyObject model = loader.load(python)) {
+            if (model == null) {
+                throw new IllegalStateException("model " + name + ": the loader returned no Python object");
+            }
+            helpers.put(key, model);
+        }
+        try {
+            return builder.factory(PythonHelpers.MODULE, "made", key).build();
+        } finally {
+            helpers.discard(key);
+        }
     }
 
     @Override
@@ -125,17 +150,12 @@ public final class PythonModel implements Serializable {
     }
 
     /**
-     * The loader of {@link #fromSource}.
+     * The Python of {@link #fromSource}.
      *
-     * @param name    the model's name
-     * @param source  its Python source
+     * @param code    its Python source
      * @param factory the function of the source that makes the callable
      * @param args    the factory's arguments
      */
-    private record SourceLoader(String name, String source, String factory, List<Object> args) implements Loader {
-        @Override
-        public PyObject load(Python python) {
-            return PythonHelpers.of(python).loadSource(name, source, factory, args);
-        }
+    private record Source(String code, String factory, List<Object> args) implements Serializable {
     }
 }
