@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import pathlib
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -128,22 +127,15 @@ def runner(model: torch.nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
 def served(name: str, weights: str | None, torch_threads: int) -> Callable[[object], torch.Tensor]:
     """Return the Java service's model: ``run(x)`` on a DLPack tensor, for dlpack4j-model's ``factory``.
 
-    Builds model ``name`` with :func:`build`. The runtime calls ``run`` on its own threads, under
+    Sets torch's intra-op threads to ``torch_threads`` and builds model ``name`` with :func:`build`.
+    The runtime calls ``run`` on its own threads (each set to the same thread count), under
     ``torch.inference_mode()``, with dlpack4j's Python tensor over the request's (or the batch's)
-    memory, which torch views without a copy. torch keeps its intra-op thread count per OS thread
-    (OpenMP's setting): ``run`` sets it to ``torch_threads`` on each thread's first call, as
-    otherwise a thread's first matrix product starts an OpenMP team of as many threads as cores,
-    whose spinning takes a core from the service (``scripts/loadtest``: mlp with batching at 8
-    connections fell from thousands of requests/s to hundreds).
+    memory, which torch views without a copy.
     """
     torch.set_num_threads(torch_threads)
     model = build(name, weights)
-    threads = threading.local()
 
     def run(x: object) -> torch.Tensor:
-        if not getattr(threads, "set", False):
-            torch.set_num_threads(torch_threads)
-            threads.set = True
         return model(torch.from_dlpack(x)).contiguous()
 
     return run

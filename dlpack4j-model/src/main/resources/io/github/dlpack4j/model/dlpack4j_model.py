@@ -5,6 +5,7 @@ Runs once per interpreter as the module ``dlpack4j_model`` (never in ``__main__`
 import importlib
 import linecache
 import sys
+import threading
 import types
 
 
@@ -60,6 +61,12 @@ class Runner:
         # The model's framework is torch when loading it imported torch.
         self.torch = sys.modules.get("torch")
         self.convert = self.torch.from_dlpack if torch_inputs else None
+        # torch keeps its intra-op thread count per OS thread (OpenMP's setting): a thread that never
+        # set it starts, at its first parallel operator, a team of as many threads as cores, whose
+        # spinning takes the cores from every other thread. Each thread that calls the model gets
+        # the count of the thread that loaded it.
+        self.threads = self.torch.get_num_threads() if self.torch is not None else 0
+        self.local = threading.local()
 
     def __call__(self, *args):
         if self.convert is not None:
@@ -67,6 +74,9 @@ class Runner:
         if self.torch is None:
             result = self.model(*args)
         else:
+            if not getattr(self.local, "threads_set", False):
+                self.torch.set_num_threads(self.threads)
+                self.local.threads_set = True
             with self.torch.inference_mode():
                 result = self.model(*args)
         return self.named(result)

@@ -320,4 +320,37 @@ class ThreadsTest {
         }
         Models.assertReleasedSince(exports, bytes);
     }
+
+    @Test
+    void everyThreadThatRunsATorchModelUsesTheIntraOpThreadCountItWasLoadedWith() throws Exception {
+        Models.pythonModule("torch_threads", """
+                import os
+                import torch
+                import numpy as np
+
+                def make():
+                    mlp = torch.jit.script(torch.nn.Sequential(
+                        torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 16)))
+
+                    def run(x):
+                        # the threads a TorchScript model's parallel operators start on this thread
+                        before = len(os.listdir("/proc/self/task"))
+                        mlp(torch.ones(64, 256))
+                        return np.array([len(os.listdir("/proc/self/task")) - before], dtype=np.int64)
+                    return run
+                """);
+        long before;
+        try (PyObject n = Models.PY.eval("__import__('torch').get_num_threads()")) {
+            before = n.asLong();
+        }
+        Models.PY.exec("import torch\ntorch.set_num_threads(1)");
+        try (PythonModel model = PythonModel.builder().python(Models.PY).factory("torch_threads", "make").build()) {
+            long[] started = new long[2];
+            Thread.ofPlatform().start(() -> started[0] = modelIdent(model)).join(); // on that thread itself
+            Thread.ofVirtual().start(() -> started[1] = modelIdent(model)).join();  // on the model's thread
+            assertThat(started).as("threads started by a matrix product with one intra-op thread").containsExactly(0, 0);
+        } finally {
+            Models.PY.exec("import torch\ntorch.set_num_threads(" + before + ")");
+        }
+    }
 }
