@@ -9,6 +9,7 @@ import java.util.List;
 
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.python.ExchangeApi;
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 import io.github.dlpack4j.python.PythonDlpack;
@@ -27,11 +28,17 @@ final class ModelCall {
     private final PyObject runner;
     /** The declared outputs' names, or null when the model's result names them. */
     private final List<String> outputNames;
+    /**
+     * torch's C Exchange API, when the model takes torch tensors: the inputs become torch tensors
+     * in Java, without {@code torch.from_dlpack} in Python; null otherwise.
+     */
+    private final ExchangeApi torch;
 
-    private ModelCall(Python python, PyObject runner, List<String> outputNames) {
+    private ModelCall(Python python, PyObject runner, List<String> outputNames, ExchangeApi torch) {
         this.python = python;
         this.runner = runner;
         this.outputNames = outputNames;
+        this.torch = torch;
     }
 
     /**
@@ -46,8 +53,11 @@ final class ModelCall {
         return python.withGil(() -> {
             try (PyObject helpers = helpers(python);
                  PyObject model = loadCallable(helpers, name, source, batching)) {
-                PyObject runner = helpers.callMethod("Runner", name, model, source.torchInputs(), outputNames);
-                return new ModelCall(python, runner, outputNames);
+                ExchangeApi torch = source.torchInputs() ? torchExchangeApi(python) : null;
+                // Without torch's exchange API the Runner makes the torch tensors in Python.
+                PyObject runner = helpers.callMethod("Runner", name, model, source.torchInputs() && torch == null,
+                        outputNames);
+                return new ModelCall(python, runner, outputNames, torch);
             }
         });
     }
@@ -72,6 +82,14 @@ final class ModelCall {
                 }
             }
         };
+    }
+
+    /** {@return torch's C Exchange API (DLPack 1.3), or null if this torch has none; the caller holds the GIL} */
+    private static ExchangeApi torchExchangeApi(Python python) {
+        try (PyObject torch = python.importModule("torch");
+             PyObject sample = torch.callMethod("empty", 0)) {
+            return ExchangeApi.fromObject(sample).orElse(null);
+        }
     }
 
     /** The helper module, run once per interpreter (the caller holds the GIL). */
@@ -118,7 +136,7 @@ final class ModelCall {
             List<ManagedTensor> imported = new ArrayList<>();
             try {
                 for (int i = 0; i < args.length; i++) {
-                    args[i] = PythonDlpack.toPython(inputs.get(i));
+                    args[i] = torch != null ? torch.toPyObject(inputs.get(i)) : PythonDlpack.toPython(inputs.get(i));
                 }
                 try (PyObject result = runner.call((Object[]) args);
                      PyObject values = result.get(1)) {

@@ -199,10 +199,16 @@ public final class PythonModel implements AutoCloseable {
                 slots.release();
             }
         }
+        boolean runsAtOnce = !scheduler.batching() && scheduler.nothingQueued();
         Request r = admit(inputs);
         List<Map<String, Tensor>> answer = new ArrayList<>(1);
         // A caller inside a GIL scope lets it go: the workers need it to answer.
-        python.allowThreads(() -> answer.add(await(r)));
+        python.allowThreads(() -> {
+            if (runsAtOnce) {
+                lookForAnswer(r);
+            }
+            answer.add(await(r));
+        });
         return answer.getFirst();
     }
 
@@ -262,14 +268,14 @@ public final class PythonModel implements AutoCloseable {
     }
 
     /**
-     * Without batching, a caller whose request is being run (nothing else waits) looks for its
+     * Without batching, a caller whose request found nothing waiting before it looks for its
      * answer for {@link #LOOK_NANOS} before it parks, one caller at a time: a small model answers
      * within that, and waking a parked thread (a virtual thread's carrier included) costs more than
      * such a model's call. With batching an answer comes after the batch gathers, and behind other
      * requests it comes later: those callers park at once.
      */
     private void lookForAnswer(Request r) {
-        if (scheduler.batching() || !scheduler.nothingQueued() || !looking.compareAndSet(false, true)) {
+        if (!looking.compareAndSet(false, true)) {
             return;
         }
         try {
@@ -287,7 +293,6 @@ public final class PythonModel implements AutoCloseable {
      * late: its own callbacks may hold it up).
      */
     private Map<String, Tensor> await(Request r) {
-        lookForAnswer(r);
         boolean interrupted = false;
         try {
             while (true) {
