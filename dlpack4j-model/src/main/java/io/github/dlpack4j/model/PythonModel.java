@@ -78,8 +78,6 @@ import io.github.dlpack4j.python.PythonException;
 public final class PythonModel implements AutoCloseable {
     /** How long {@link #close()} waits for the admitted requests when no per-call deadline bounds them. */
     private static final Duration CLOSE_WAIT = Duration.ofSeconds(30);
-    /** How long a caller looks for its answer before it parks ({@link #lookForAnswer}). */
-    private static final long LOOK_NANOS = 50_000;
 
     private final String name;
     private final Python python;
@@ -89,8 +87,8 @@ public final class PythonModel implements AutoCloseable {
     private final Duration timeout;
     private final List<Thread> workers = new ArrayList<>();
     private final AtomicBoolean closed = new AtomicBoolean();
-    /** Whether a caller is looking for its answer ({@link #lookForAnswer}): one at a time. */
-    private final AtomicBoolean looking = new AtomicBoolean();
+    /** The callers' look for their answers ({@link #lookForAnswer}). */
+    private final Look answers = new Look();
     private final ModelCall call;
     /** One permit per model call that may run at once ({@link Builder#workers}): a worker or a caller's own call takes one. */
     private final Semaphore slots;
@@ -268,24 +266,14 @@ public final class PythonModel implements AutoCloseable {
     }
 
     /**
-     * Without batching, a caller whose request found nothing waiting before it looks for its
-     * answer for {@link #LOOK_NANOS} before it parks, one caller at a time: a small model answers
-     * within that, and waking a parked thread (a virtual thread's carrier included) costs more than
-     * such a model's call. With batching an answer comes after the batch gathers, and behind other
-     * requests it comes later: those callers park at once.
+     * Without batching, a caller whose request found nothing waiting looks for its answer a moment
+     * ({@link Look}) before it parks: a small model answers within that, and waking a parked thread
+     * (a virtual thread's carrier included) costs more than such a model's call. With batching an
+     * answer comes after the batch gathers, and behind other requests it comes later: those callers
+     * park at once.
      */
     private void lookForAnswer(Request r) {
-        if (!looking.compareAndSet(false, true)) {
-            return;
-        }
-        try {
-            long until = System.nanoTime() + LOOK_NANOS;
-            while (!r.isDone() && System.nanoTime() - until < 0) {
-                Thread.onSpinWait();
-            }
-        } finally {
-            looking.set(false);
-        }
+        answers.lookFor(r::isDone);
     }
 
     /**

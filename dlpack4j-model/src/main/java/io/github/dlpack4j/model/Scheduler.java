@@ -7,10 +7,10 @@ import java.util.List;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 
 import io.github.dlpack4j.Tensor;
 
@@ -28,13 +28,11 @@ final class Scheduler {
     /** The threads that time requests out, and run the callbacks of their futures. */
     private static final ThreadFactory EXPIRIES = Thread.ofVirtual().name("dlpack4j-model-deadline").factory();
 
-    /** How long an idle worker looks for a request before it parks. */
-    private static final long LOOK_NANOS = 50_000;
-
     private final String name;
     private final Recorder recorder;
-    /** Whether a worker is looking for work ({@link #lookForWork()}): one at a time. */
-    private final AtomicBoolean looking = new AtomicBoolean();
+    /** The idle workers' look at the queue ({@link #lookForWork()}). */
+    private final Look look = new Look();
+    private final BooleanSupplier workOrClose = () -> this.queued > 0 || this.closed;
     private final int maxQueue;
     /** The most rows a batch stacks; 0 without batching. */
     private final long maxBatchRows;
@@ -129,21 +127,13 @@ final class Scheduler {
     }
 
     /**
-     * Before a worker with nothing to do parks, one worker at a time looks at the queue for
-     * {@link #LOOK_NANOS}: a call that comes meanwhile (the next request of a caller answered a
-     * moment ago) is taken without waking a parked thread, which costs more than a small model's call.
+     * Before a worker with nothing to do parks, it looks at the queue a moment ({@link Look}): a
+     * call that comes meanwhile (the next request of a caller answered a moment ago) is taken
+     * without waking a parked thread.
      */
     private void lookForWork() {
-        if (queued > 0 || !looking.compareAndSet(false, true)) {
-            return;
-        }
-        try {
-            long until = System.nanoTime() + LOOK_NANOS;
-            while (queued == 0 && !closed && System.nanoTime() - until < 0) {
-                Thread.onSpinWait();
-            }
-        } finally {
-            looking.set(false);
+        if (queued == 0) {
+            look.lookFor(workOrClose);
         }
     }
 

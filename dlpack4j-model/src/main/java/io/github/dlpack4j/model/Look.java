@@ -1,0 +1,52 @@
+package io.github.dlpack4j.model;
+
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
+
+/**
+ * A bounded look for something about to happen (a request for an idle model thread, an answer for
+ * a caller), before the thread parks: waking a parked thread costs more than a small model's call.
+ * One thread looks at a time, for at most {@link #NANOS}; after {@link #GIVE_UP_AFTER} looks in a row
+ * that found nothing (requests that come further apart, a model slower than the look), it looks
+ * only once in {@link #RETRY_EVERY} times, so a service whose calls never come that close burns
+ * next to no CPU on it.
+ */
+final class Look {
+    static final long NANOS = 50_000;
+    static final int GIVE_UP_AFTER = 4;
+    static final int RETRY_EVERY = 32;
+
+    private final AtomicBoolean looking = new AtomicBoolean();
+    /** Looks in a row that found nothing; written by the one looker. */
+    private volatile int misses;
+    /** Looks skipped since the last one made, while giving up; racy, as a hint. */
+    private int skipped;
+
+    /**
+     * Spins until {@code happened} is true, at most {@link #NANOS}.
+     *
+     * @return whether it happened while this thread looked (false: it did not look, or gave up)
+     */
+    boolean lookFor(BooleanSupplier happened) {
+        if (misses >= GIVE_UP_AFTER && ++skipped % RETRY_EVERY != 0) {
+            return false;
+        }
+        if (!looking.compareAndSet(false, true)) {
+            return false;
+        }
+        try {
+            long until = System.nanoTime() + NANOS;
+            for (int i = 1; !happened.getAsBoolean(); i++) {
+                if ((i & 31) == 0 && System.nanoTime() - until >= 0) {
+                    misses = misses + 1;
+                    return false;
+                }
+                Thread.onSpinWait();
+            }
+            misses = 0;
+            return true;
+        } finally {
+            looking.set(false);
+        }
+    }
+}

@@ -1,0 +1,59 @@
+package io.github.dlpack4j.model;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.junit.jupiter.api.Test;
+
+class LookTest {
+    @Test
+    void aLookFindsWhatHappensWhileItLooks() {
+        Look look = new Look();
+        AtomicInteger asked = new AtomicInteger();
+        // the clock is read once in 32 asks: what happens by the 20th is found, however slow the asking
+        assertThat(look.lookFor(() -> asked.incrementAndGet() >= 20)).isTrue();
+        assertThat(asked).hasValue(20);
+    }
+
+    @Test
+    void aLookGivesUpAfterItsTimeAndAfterFourMissesInARowLooksOnceInThirtyTwo() {
+        Look look = new Look();
+        for (int i = 0; i < Look.GIVE_UP_AFTER; i++) {
+            long start = System.nanoTime();
+            assertThat(look.lookFor(() -> false)).isFalse();
+            assertThat(System.nanoTime() - start).isGreaterThanOrEqualTo(Look.NANOS);
+        }
+        AtomicInteger looks = new AtomicInteger();
+        for (int i = 0; i < 10 * Look.RETRY_EVERY; i++) {
+            look.lookFor(() -> looks.incrementAndGet() < 0);
+        }
+        assertThat(looks.get()).as("looks made: each asks many times").isPositive();
+        AtomicInteger made = new AtomicInteger();
+        for (int i = 0; i < 10 * Look.RETRY_EVERY; i++) {
+            look.lookFor(() -> {
+                made.incrementAndGet();
+                return true; // found at once: a look that pays resets the misses
+            });
+        }
+        assertThat(made.get()).isBetween(10 * Look.RETRY_EVERY - Look.RETRY_EVERY, 10 * Look.RETRY_EVERY);
+    }
+
+    @Test
+    void whileGivingUpAThreadDoesNotLookAtAll() {
+        Look look = new Look();
+        for (int i = 0; i < Look.GIVE_UP_AFTER; i++) {
+            look.lookFor(() -> false);
+        }
+        AtomicInteger asked = new AtomicInteger();
+        int looked = 0;
+        for (int i = 1; i < Look.RETRY_EVERY; i++) {
+            if (asked.get() > 0) {
+                break;
+            }
+            look.lookFor(() -> asked.incrementAndGet() < 0);
+            looked = i;
+        }
+        assertThat(looked).as("the skipped looks before the retry").isGreaterThanOrEqualTo(Look.RETRY_EVERY - 2);
+    }
+}
