@@ -73,6 +73,11 @@ final class TestModels {
     private TestModels() {
     }
 
+    /** Saves the models and the factories' module, once: a test class that names only the module calls it first. */
+    static void ready() {
+        // the class's initialisation does the work
+    }
+
     private static Path tempDir() {
         try {
             Path d = Files.createTempDirectory("dlpack4j-spring-test");
