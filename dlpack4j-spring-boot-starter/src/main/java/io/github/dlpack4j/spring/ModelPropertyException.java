@@ -8,9 +8,12 @@ package io.github.dlpack4j.spring;
 public final class ModelPropertyException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** The property's full name. */
     private final String property;
     private final transient Object value;
+    /** What is wrong with it. */
     private final String problem;
+    /** The fix, a sentence naming the property. */
     private final String fix;
 
     /**

@@ -5,7 +5,7 @@ import java.util.List;
 import io.github.dlpack4j.model.PythonModel;
 
 import org.springframework.beans.factory.ObjectProvider;
-import org.springframework.boot.web.server.context.WebServerGracefulShutdownLifecycle;
+import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.SmartLifecycle;
 
 /**
@@ -14,8 +14,12 @@ import org.springframework.context.SmartLifecycle;
  * {@code server.shutdown=graceful} the requests in flight get their answers, and no new one comes.
  */
 final class PythonModelLifecycle implements SmartLifecycle {
-    /** Below {@link WebServerGracefulShutdownLifecycle#SMART_LIFECYCLE_PHASE} and the web server's start-stop phase (1024 below it). */
-    static final int PHASE = WebServerGracefulShutdownLifecycle.SMART_LIFECYCLE_PHASE - 2048;
+    /**
+     * Below {@link WebServerApplicationContext#GRACEFUL_SHUTDOWN_PHASE} (the phase of
+     * {@code WebServerGracefulShutdownLifecycle}) and {@link WebServerApplicationContext#START_STOP_LIFECYCLE_PHASE}
+     * (the web server's own, 1024 below it): a lower phase stops later.
+     */
+    static final int PHASE = WebServerApplicationContext.START_STOP_LIFECYCLE_PHASE - 1024;
 
     private final ObjectProvider<PythonModel> models;
     private volatile boolean running;

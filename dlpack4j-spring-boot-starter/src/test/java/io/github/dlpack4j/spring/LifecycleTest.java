@@ -12,7 +12,6 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
-import org.springframework.boot.web.server.context.WebServerGracefulShutdownLifecycle;
 import org.springframework.context.SmartLifecycle;
 
 class LifecycleTest {
@@ -32,7 +31,7 @@ class LifecycleTest {
                 .withConfiguration(AutoConfigurations.of(Dlpack4jAutoConfiguration.class))
                 .withPropertyValues("dlpack4j.models.slow.factory=spring_test_models:slow", "dlpack4j.models.slow.args=0.01")
                 .withBean("graceful", InPhase.class, () -> new InPhase("graceful",
-                        WebServerGracefulShutdownLifecycle.SMART_LIFECYCLE_PHASE))
+                        WebServerApplicationContext.GRACEFUL_SHUTDOWN_PHASE))
                 .withBean("server", InPhase.class, () -> new InPhase("server",
                         WebServerApplicationContext.START_STOP_LIFECYCLE_PHASE))
                 .run(context -> {
