@@ -13,19 +13,6 @@ import io.github.dlpack4j.Tensor;
 import org.junit.jupiter.api.Test;
 
 class ListenerTest {
-    private static final String SLOW = """
-            import time
-            import numpy as np
-
-            def make():
-                def run(x):
-                    time.sleep(0.05)
-                    if np.from_dlpack(x)[0] < 0:
-                        raise ValueError("negative")
-                    return np.from_dlpack(x)
-                return run
-            """;
-
     @Test
     void theListenerHearsWhatTheStatsCountAsItHappens() {
         List<String> heard = new CopyOnWriteArrayList<>();
@@ -50,7 +37,7 @@ class ListenerTest {
                 heard.add("failed");
             }
         };
-        try (PythonModel model = PythonModel.builder().python(Models.PY).source(SLOW, "make").listener(listener).build();
+        try (PythonModel model = PythonModel.builder().python(Models.PY).source(Models.SLOW_OR_FAILING, "make", 0.05).listener(listener).build();
              Tensor good = Tensor.of(new float[] {1}, 1);
              Tensor bad = Tensor.of(new float[] {-1}, 1)) {
             model.predict(good).close();
@@ -67,7 +54,7 @@ class ListenerTest {
                 throw new IllegalStateException("a broken meter");
             }
         };
-        try (PythonModel model = PythonModel.builder().python(Models.PY).source(SLOW, "make").listener(throwing).build();
+        try (PythonModel model = PythonModel.builder().python(Models.PY).source(Models.SLOW_OR_FAILING, "make", 0.05).listener(throwing).build();
              Tensor good = Tensor.of(new float[] {1}, 1);
              Tensor y = model.predict(good)) {
             assertThat(y.toFloatArray()).containsExactly(1f);
@@ -77,7 +64,7 @@ class ListenerTest {
 
     @Test
     void queuedCountsTheRequestsWaitingBehindARunningCallAndIsClosedFollowsClose() throws Exception {
-        PythonModel model = PythonModel.builder().python(Models.PY).source(SLOW, "make").workers(1).build();
+        PythonModel model = PythonModel.builder().python(Models.PY).source(Models.SLOW_OR_FAILING, "make", 0.05).workers(1).build();
         try (Tensor good = Tensor.of(new float[] {1}, 1)) {
             assertThat(model.queued()).isZero();
             List<CompletableFuture<Map<String, Tensor>>> calls = new CopyOnWriteArrayList<>();

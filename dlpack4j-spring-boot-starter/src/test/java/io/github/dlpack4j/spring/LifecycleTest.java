@@ -48,7 +48,8 @@ class LifecycleTest {
     static final class InPhase implements SmartLifecycle {
         private final String name;
         private final int phase;
-        private volatile boolean running;
+        /** Running from the start (Spring calls no start() then), until stopped. */
+        private volatile boolean stopped;
         volatile PythonModel model;
 
         InPhase(String name, int phase) {
@@ -58,18 +59,18 @@ class LifecycleTest {
 
         @Override
         public void start() {
-            running = true;
+            stopped = false;
         }
 
         @Override
         public void stop() {
+            stopped = true;
             SEEN.add(name + ": model " + (model.isClosed() ? "closed" : "open"));
-            running = false;
         }
 
         @Override
         public boolean isRunning() {
-            return running;
+            return !stopped;
         }
 
         @Override
