@@ -1,48 +1,55 @@
 package io.github.dlpack4j.spring;
 
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
+
 import io.github.dlpack4j.model.ModelListener;
 
 /**
- * The listener a model is built with, passing on to the listener set later (the meters, once a
- * registry binds them), or to none.
+ * The listener a model is built with, passing on to the listeners added later (the meters of each
+ * registry that binds them), or to none.
  */
 final class ModelListenerRelay implements ModelListener {
-    private static final ModelListener NONE = new ModelListener() {
-    };
+    private final List<ModelListener> to = new CopyOnWriteArrayList<>();
 
-    private volatile ModelListener to = NONE;
+    void add(ModelListener listener) {
+        to.add(listener);
+    }
 
-    void relayTo(ModelListener listener) {
-        to = listener;
+    private void tell(Consumer<ModelListener> what) {
+        for (ModelListener l : to) {
+            what.accept(l);
+        }
     }
 
     @Override
     public void waited(long nanos) {
-        to.waited(nanos);
+        tell(l -> l.waited(nanos));
     }
 
     @Override
     public void ran(long rows, long nanos) {
-        to.ran(rows, nanos);
+        tell(l -> l.ran(rows, nanos));
     }
 
     @Override
     public void answered() {
-        to.answered();
+        tell(ModelListener::answered);
     }
 
     @Override
     public void failed() {
-        to.failed();
+        tell(ModelListener::failed);
     }
 
     @Override
     public void rejected() {
-        to.rejected();
+        tell(ModelListener::rejected);
     }
 
     @Override
     public void timedOut() {
-        to.timedOut();
+        tell(ModelListener::timedOut);
     }
 }

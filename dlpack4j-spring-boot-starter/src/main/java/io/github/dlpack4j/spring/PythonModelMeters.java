@@ -32,7 +32,7 @@ public final class PythonModelMeters implements MeterBinder {
 
     @Override
     public void bindTo(MeterRegistry registry) {
-        models.forEach((name, model) -> factory.relay(name).relayTo(new Meters(registry, name, model)));
+        models.forEach((name, model) -> factory.relay(name).add(new Meters(registry, name, model)));
     }
 
     /** One model's meters, fed by its listener. */
