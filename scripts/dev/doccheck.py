@@ -61,6 +61,8 @@ MODULE_IMPORTS = {
     "dlpack4j-onnxruntime": ("io.github.dlpack4j.onnxruntime", "ai.onnxruntime"),
     "dlpack4j-image": ("io.github.dlpack4j.image", "java.awt.image", "javax.imageio", "java.nio.file"),
     "dlpack4j-model": ("io.github.dlpack4j.model", "java.time", "java.util.concurrent", "java.nio.file"),
+    # Spring's annotations are imported by name in the samples (compilation units).
+    "dlpack4j-spring-boot-starter": ("io.github.dlpack4j.spring",),
     # DJL's ai.djl.ndarray.types.DataType clashes with ours: samples import DJL's types by name.
     "dlpack4j-djl": ("io.github.dlpack4j.djl",),
     # Spark's packages clash with ours (org.apache.spark.sql.types.DataType): samples import them by name.

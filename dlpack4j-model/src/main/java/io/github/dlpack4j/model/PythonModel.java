@@ -104,7 +104,7 @@ public final class PythonModel implements AutoCloseable {
         this.timeout = b.timeout;
         this.call = call;
         this.signature = new Signature(name, b.inputs, b.outputs, b.maxBatchRows > 0);
-        this.recorder = new Recorder(name);
+        this.recorder = new Recorder(name, b.listener);
         this.scheduler = new Scheduler(name, recorder, b.maxQueue, b.maxBatchRows, b.maxDelay.toNanos(),
                 b.timeout == null ? 0 : b.timeout.toNanos());
         this.slots = new Semaphore(b.workers);
@@ -431,6 +431,16 @@ public final class PythonModel implements AutoCloseable {
         return signature.outputs();
     }
 
+    /** {@return the requests waiting in the queue now for a model call (not those running)} */
+    public int queued() {
+        return scheduler.queued();
+    }
+
+    /** {@return whether {@link #close()} was called: the model admits no more calls} */
+    public boolean isClosed() {
+        return closed.get();
+    }
+
     /** {@return the counters and latencies since the model was built} */
     public ModelStats stats() {
         return recorder.stats();
@@ -510,6 +520,7 @@ public final class PythonModel implements AutoCloseable {
         private int workers = 1;
         private int maxQueue = 1_000;
         private Duration timeout;
+        private ModelListener listener;
 
         private Builder() {
         }
@@ -688,6 +699,18 @@ public final class PythonModel implements AutoCloseable {
                 throw new IllegalArgumentException("timeout(" + perCall + "): more than zero");
             }
             this.timeout = perCall;
+            return this;
+        }
+
+        /**
+         * A listener told of each request's outcome, queue wait and model call as they are counted
+         * in {@link PythonModel#stats()} (none by default): for a metrics library's meters.
+         *
+         * @param listener the listener, quick and never throwing
+         * @return this builder
+         */
+        public Builder listener(ModelListener listener) {
+            this.listener = Objects.requireNonNull(listener, "listener");
             return this;
         }
 

@@ -2,6 +2,7 @@ package io.github.dlpack4j.model;
 
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 
 /** Where a model's work is counted: its {@link ModelStats} and its JDK Flight Recorder events. */
 final class Recorder {
@@ -15,9 +16,22 @@ final class Recorder {
     private final AtomicInteger largestBatchRows = new AtomicInteger();
     private final Latency queueWait = new Latency();
     private final Latency run = new Latency();
+    private final ModelListener listener;
 
-    Recorder(String model) {
+    Recorder(String model, ModelListener listener) {
         this.model = model;
+        this.listener = listener;
+    }
+
+    /** Tells the listener, whose failure is dropped: it must not fail the model's work. */
+    private void tell(Consumer<ModelListener> what) {
+        if (listener != null) {
+            try {
+                what.accept(listener);
+            } catch (RuntimeException e) {
+                // dropped, as ModelListener says
+            }
+        }
     }
 
     void admitted() {
@@ -26,14 +40,17 @@ final class Recorder {
 
     void answered() {
         answered.incrementAndGet();
+        tell(ModelListener::answered);
     }
 
     void failed() {
         failed.incrementAndGet();
+        tell(ModelListener::failed);
     }
 
     void rejected(int maxQueue) {
         rejected.incrementAndGet();
+        tell(ModelListener::rejected);
         ModelEvents.Rejected e = new ModelEvents.Rejected();
         if (e.shouldCommit()) {
             e.model = model;
@@ -44,6 +61,7 @@ final class Recorder {
 
     void timedOut(boolean running, long waitedNanos) {
         timedOut.incrementAndGet();
+        tell(ModelListener::timedOut);
         ModelEvents.TimedOut e = new ModelEvents.TimedOut();
         if (e.shouldCommit()) {
             e.model = model;
@@ -56,6 +74,7 @@ final class Recorder {
     /** A request's model call starts {@code nanos} after its admission. */
     void waited(long nanos) {
         queueWait.record(nanos);
+        tell(l -> l.waited(nanos));
     }
 
     /**
@@ -72,6 +91,7 @@ final class Recorder {
         batches.incrementAndGet();
         largestBatchRows.accumulateAndGet((int) Math.min(rows, Integer.MAX_VALUE), Math::max);
         run.record(runNanos);
+        tell(l -> l.ran(rows, runNanos));
         if (event.shouldCommit()) {
             event.model = model;
             event.rows = rows;

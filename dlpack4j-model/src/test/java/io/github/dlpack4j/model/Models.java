@@ -17,6 +17,20 @@ final class Models {
     static final Python PY = Python.start();
     private static final Path DIR = tempDir();
 
+    /** A model source whose {@code make(seconds)} sleeps that long per call and raises on a negative first element. */
+    static final String SLOW_OR_FAILING = """
+            import time
+            import numpy as np
+
+            def make(seconds):
+                def run(x):
+                    time.sleep(seconds)
+                    if np.from_dlpack(x)[0] < 0:
+                        raise ValueError("negative")
+                    return np.from_dlpack(x)
+                return run
+            """;
+
     private Models() {
     }
 

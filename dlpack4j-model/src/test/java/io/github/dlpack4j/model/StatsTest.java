@@ -30,19 +30,7 @@ class StatsTest {
 
     @Test
     void statsCountEveryCallExactlyAndTimeTheModelsCalls() {
-        String code = """
-                import time
-                import numpy as np
-
-                def make():
-                    def run(x):
-                        time.sleep(0.02)
-                        if np.from_dlpack(x)[0] < 0:
-                            raise ValueError("negative")
-                        return np.from_dlpack(x)
-                    return run
-                """;
-        try (PythonModel model = PythonModel.builder().python(Models.PY).source(code, "make").build();
+        try (PythonModel model = PythonModel.builder().python(Models.PY).source(Models.SLOW_OR_FAILING, "make", 0.02).build();
              Tensor good = Tensor.of(new float[] {1}, 1);
              Tensor bad = Tensor.of(new float[] {-1}, 1)) {
             for (int i = 0; i < 4; i++) {

@@ -1,0 +1,59 @@
+package io.github.dlpack4j.spring;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * The {@code dlpack4j.*} properties: the interpreter, and one {@link io.github.dlpack4j.model.PythonModel}
+ * bean per entry under {@code dlpack4j.models}, named after the entry.
+ *
+ * @param python the Python executable whose environment the embedded interpreter sees; when not set,
+ *               the library's own default (the system property {@code dlpack4j.python}, the
+ *               environment variable {@code DLPACK4J_PYTHON}, else {@code python3} on the path)
+ * @param models the models by bean name
+ */
+@ConfigurationProperties("dlpack4j")
+public record Dlpack4jProperties(String python, @DefaultValue Map<String, Model> models) {
+    /**
+     * One model: exactly one of {@code torchscript}, {@code exported-program} or {@code factory}, and
+     * the settings that differ from {@link io.github.dlpack4j.model.PythonModel.Builder}'s defaults.
+     *
+     * @param torchscript     a TorchScript file ({@code torch.jit.save}): a path, or a {@code classpath:} resource
+     * @param exportedProgram an exported program ({@code torch.export.save}): a path, or a {@code classpath:} resource
+     * @param factory         a Python function that returns the model's callable, as {@code module:function}
+     * @param args            the factory's arguments, as strings
+     * @param inputs          the declared inputs, in the order the model takes them
+     * @param outputs         the declared outputs, in the order the model returns them
+     * @param batching        dynamic batching; off unless {@code max-rows} is set
+     * @param workers         how many model calls may run at once (default 1)
+     * @param maxQueue        how many requests may wait before a call is refused (default 1000)
+     * @param timeout         a deadline per call, waiting and running together (default none)
+     */
+    public record Model(String torchscript, String exportedProgram, String factory, @DefaultValue List<String> args,
+                        @DefaultValue List<Spec> inputs, @DefaultValue List<Spec> outputs, @DefaultValue Batching batching,
+                        Integer workers, Integer maxQueue, Duration timeout) {
+    }
+
+    /**
+     * A declared input or output.
+     *
+     * @param name  its name: the key of {@code predict(Map)}, or of the dict the model returns
+     * @param dtype its element type, NumPy-style: {@code float32}, {@code int64}, {@code bfloat16}, ...
+     * @param shape its extents, -1 for any; with batching, dim 0 is the rows
+     */
+    public record Spec(String name, String dtype, @DefaultValue List<Long> shape) {
+    }
+
+    /**
+     * Dynamic batching: requests stacked along dim 0 into one model call.
+     *
+     * @param maxRows  the most rows of one model call; batching is off unless it is set
+     * @param maxDelay the longest a batch waits for more requests (default 0: it runs as soon as a worker is free)
+     */
+    public record Batching(Integer maxRows, @DefaultValue("0ms") Duration maxDelay) {
+    }
+}

@@ -1,0 +1,39 @@
+package io.github.dlpack4j.spring;
+
+import java.util.Map;
+
+import io.github.dlpack4j.model.PythonModel;
+
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.support.BeanDefinitionRegistry;
+import org.springframework.beans.factory.support.BeanDefinitionRegistryPostProcessor;
+import org.springframework.beans.factory.support.RootBeanDefinition;
+import org.springframework.boot.context.properties.bind.Bindable;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.core.env.Environment;
+
+/**
+ * Registers one {@link PythonModel} bean per {@code dlpack4j.models.<name>} entry, named after the
+ * entry; {@link PythonModelFactory} builds it when the bean is made.
+ */
+final class PythonModelRegistrar implements BeanDefinitionRegistryPostProcessor {
+    private final Environment environment;
+
+    PythonModelRegistrar(Environment environment) {
+        this.environment = environment;
+    }
+
+    @Override
+    public void postProcessBeanDefinitionRegistry(BeanDefinitionRegistry registry) {
+        Map<String, Object> entries = Binder.get(environment)
+                .bind("dlpack4j.models", Bindable.mapOf(String.class, Object.class))
+                .orElse(Map.of());
+        BeanFactory beans = (BeanFactory) registry;
+        for (String name : entries.keySet()) {
+            RootBeanDefinition model = new RootBeanDefinition(PythonModel.class,
+                    () -> beans.getBean(PythonModelFactory.class).create(name));
+            model.setDestroyMethodName("close");
+            registry.registerBeanDefinition(name, model);
+        }
+    }
+}
