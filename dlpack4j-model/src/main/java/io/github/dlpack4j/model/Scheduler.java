@@ -137,12 +137,12 @@ final class Scheduler {
         }
     }
 
-    /** {@return whether no request waits in the queue (a moment's view, read without the lock)} */
     /** {@return the queue's size now, read without the lock} */
     int queued() {
         return queued;
     }
 
+    /** {@return whether no request waits in the queue (a moment's view, read without the lock)} */
     boolean nothingQueued() {
         return queued == 0;
     }
