@@ -241,10 +241,15 @@ def generate(blocks: list[Block], modules: list[str], src: Path) -> dict[Path, G
 
 RUNNER = """package doctest;
 
-/** Runs the runnable samples named on the command line, each after a marker line. */
+/**
+ * Runs the runnable samples named on the command line, each after a marker line, and 50 ms after
+ * the last: a release an earlier sample left to another thread (a data() arena that a native call
+ * held) settles first, so that a sample's own count of native memory starts from a settled state.
+ */
 public final class Runner {
-    public static void main(String[] args) {
+    public static void main(String[] args) throws InterruptedException {
         for (String id : args) {
+            Thread.sleep(50);
             System.out.println("@@doctest " + id);
             System.out.flush();
             try {
