@@ -242,14 +242,16 @@ def generate(blocks: list[Block], modules: list[str], src: Path) -> dict[Path, G
 RUNNER = """package doctest;
 
 /**
- * Runs the runnable samples named on the command line, each after a marker line, and 50 ms after
- * the last: a release an earlier sample left to another thread (a data() arena that a native call
- * held) settles first, so that a sample's own count of native memory starts from a settled state.
+ * Runs the runnable samples named on the command line, each after a marker line, and 100 ms after
+ * the last: what an earlier sample left to another thread settles first (a PyObject closed outside
+ * a GIL scope is let go by the release flusher, within 20 ms of its next wake; serving.md's request
+ * loop frees its buffer that way), so that a sample's own count of native memory starts from a
+ * settled state.
  */
 public final class Runner {
     public static void main(String[] args) throws InterruptedException {
         for (String id : args) {
-            Thread.sleep(50);
+            Thread.sleep(100);
             System.out.println("@@doctest " + id);
             System.out.flush();
             try {
