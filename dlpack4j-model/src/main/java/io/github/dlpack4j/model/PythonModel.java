@@ -225,19 +225,13 @@ public final class PythonModel implements AutoCloseable {
             try {
                 recorder.admitted();
                 recorder.waited(0);
-                ModelEvents.Batch event = new ModelEvents.Batch();
-                event.begin();
-                long start = System.nanoTime();
                 Map<String, Tensor> answer;
-                try (ModelCall.Outputs out = call.call(held)) {
-                    signature.checkOutputs(out, -1);
-                    answer = Worker.answer(out, -1, 0);
+                try {
+                    answer = Worker.callOnce(call, signature, recorder, held, 1, -1, 0);
                 } catch (RuntimeException | Error e) {
-                    recorder.batch(event, 1, 1, 0, System.nanoTime() - start, false);
                     recorder.failed();
                     throw e;
                 }
-                recorder.batch(event, 1, 1, 0, System.nanoTime() - start, true);
                 recorder.answered();
                 return answer;
             } finally {

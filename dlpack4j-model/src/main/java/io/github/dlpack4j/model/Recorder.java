@@ -74,7 +74,9 @@ final class Recorder {
     /** A request's model call starts {@code nanos} after its admission. */
     void waited(long nanos) {
         queueWait.record(nanos);
-        tell(l -> l.waited(nanos));
+        if (listener != null) { // no lambda made on the hot path without a listener
+            tell(l -> l.waited(nanos));
+        }
     }
 
     /**
@@ -91,7 +93,9 @@ final class Recorder {
         batches.incrementAndGet();
         largestBatchRows.accumulateAndGet((int) Math.min(rows, Integer.MAX_VALUE), Math::max);
         run.record(runNanos);
-        tell(l -> l.ran(rows, runNanos));
+        if (listener != null) {
+            tell(l -> l.ran(rows, runNanos));
+        }
         if (event.shouldCommit()) {
             event.model = model;
             event.rows = rows;

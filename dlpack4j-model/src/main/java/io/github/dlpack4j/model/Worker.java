@@ -125,24 +125,45 @@ final class Worker implements Runnable {
      * @param rerun whether its stacked batch failed: its queue wait is recorded already
      */
     private void runAlone(Request r, boolean rerun) {
-        long start = System.nanoTime();
-        long wait = start - r.admitted;
+        long wait = System.nanoTime() - r.admitted;
         if (!rerun) {
             recorder.waited(wait);
         }
-        ModelEvents.Batch event = new ModelEvents.Batch();
-        event.begin();
         Map<String, Tensor> answer;
-        try (ModelCall.Outputs out = call.call(r.inputs)) {
-            signature.checkOutputs(out, scheduler.batching() ? r.rows : -1);
-            answer = answer(out, -1, 0);
+        try {
+            answer = callOnce(call, signature, recorder, r.inputs, r.rows, scheduler.batching() ? r.rows : -1, wait);
         } catch (RuntimeException | Error e) {
-            recorder.batch(event, r.rows, 1, wait, System.nanoTime() - start, false);
             r.fail(e);
             return;
         }
-        recorder.batch(event, r.rows, 1, wait, System.nanoTime() - start, true);
         r.answer(answer);
+    }
+
+    /**
+     * One model call on one request's own memory, recorded as a batch of one request (its JFR event,
+     * its run time): a worker's, or a caller's on its own thread.
+     *
+     * @param rows      the request's rows
+     * @param checkRows the rows its outputs' dim 0 must have, or -1 (no batching)
+     * @param wait      its queue wait, for the event
+     * @return the outputs, owned by the caller
+     * @throws RuntimeException what failed the call (the model's error, an output that breaks the signature)
+     */
+    static Map<String, Tensor> callOnce(ModelCall call, Signature signature, Recorder recorder, List<Tensor> inputs,
+                                        long rows, long checkRows, long wait) {
+        long start = System.nanoTime();
+        ModelEvents.Batch event = new ModelEvents.Batch();
+        event.begin();
+        Map<String, Tensor> answer;
+        try (ModelCall.Outputs out = call.call(inputs)) {
+            signature.checkOutputs(out, checkRows);
+            answer = answer(out, -1, 0);
+        } catch (RuntimeException | Error e) {
+            recorder.batch(event, rows, 1, wait, System.nanoTime() - start, false);
+            throw e;
+        }
+        recorder.batch(event, rows, 1, wait, System.nanoTime() - start, true);
+        return answer;
     }
 
     /**
@@ -150,7 +171,7 @@ final class Worker implements Runnable {
      * output, or of the whole output when {@code from} is -1. The model's memory is released when
      * the last handle is closed.
      */
-    static Map<String, Tensor> answer(ModelCall.Outputs out, long from, long rows) {
+    private static Map<String, Tensor> answer(ModelCall.Outputs out, long from, long rows) {
         Map<String, Tensor> answer = new LinkedHashMap<>();
         for (int j = 0; j < out.names().size(); j++) {
             Tensor t = out.tensors().get(j).tensor();
