@@ -138,15 +138,20 @@ final class ModelCall {
                 for (int i = 0; i < args.length; i++) {
                     args[i] = torch != null ? torch.toPyObject(inputs.get(i)) : PythonDlpack.toPython(inputs.get(i));
                 }
-                try (PyObject result = runner.call((Object[]) args);
-                     PyObject values = result.get(1)) {
-                    List<String> names = outputNames != null ? outputNames : names(result);
-                    for (int j = 0; j < names.size(); j++) {
-                        try (PyObject v = values.get(j)) {
-                            imported.add(PythonDlpack.fromDlpack(v));
-                        }
+                try (PyObject result = runner.call((Object[]) args)) {
+                    if (outputNames != null && outputNames.size() == 1) { // the Runner returns it alone
+                        imported.add(PythonDlpack.fromDlpack(result));
+                        return new Outputs(outputNames, imported);
                     }
-                    return new Outputs(names, imported);
+                    if (outputNames != null) { // the values, in the declared order
+                        importEach(result, outputNames.size(), imported);
+                        return new Outputs(outputNames, imported);
+                    }
+                    try (PyObject values = result.get(1)) { // (names, values)
+                        List<String> names = names(result);
+                        importEach(values, names.size(), imported);
+                        return new Outputs(names, imported);
+                    }
                 }
             } catch (RuntimeException | Error e) {
                 imported.forEach(ManagedTensor::close);
@@ -159,6 +164,15 @@ final class ModelCall {
                 }
             }
         });
+    }
+
+    /** Imports the first {@code count} items of {@code values} into {@code imported}. */
+    private static void importEach(PyObject values, int count, List<ManagedTensor> imported) {
+        for (int j = 0; j < count; j++) {
+            try (PyObject v = values.get(j)) {
+                imported.add(PythonDlpack.fromDlpack(v));
+            }
+        }
     }
 
     private static List<String> names(PyObject result) {
