@@ -197,12 +197,13 @@ public final class PythonModel implements AutoCloseable {
                 slots.release();
             }
         }
-        boolean runsAtOnce = !scheduler.batching() && scheduler.nothingQueued();
         Request r = admit(inputs);
+        // Alone in flight, its call runs at once.
+        boolean alone = !scheduler.batching() && scheduler.inFlight() == 1;
         List<Map<String, Tensor>> answer = new ArrayList<>(1);
         // A caller inside a GIL scope lets it go: the workers need it to answer.
         python.allowThreads(() -> {
-            if (runsAtOnce) {
+            if (alone) {
                 lookForAnswer(r);
             }
             answer.add(await(r));
@@ -260,11 +261,11 @@ public final class PythonModel implements AutoCloseable {
     }
 
     /**
-     * Without batching, a caller whose request found nothing waiting looks for its answer a moment
-     * ({@link Look}) before it parks: a small model answers within that, and waking a parked thread
-     * (a virtual thread's carrier included) costs more than such a model's call. With batching an
-     * answer comes after the batch gathers, and behind other requests it comes later: those callers
-     * park at once.
+     * Without batching, a caller whose request is the only one in flight looks for its answer a
+     * moment ({@link Look}) before it parks: a small model answers within that, and waking a parked
+     * thread (a virtual thread's carrier included) costs more than such a model's call. With
+     * batching an answer comes after the batch gathers, and with other requests in flight it comes
+     * later while the cores have their work to do: those callers park at once.
      */
     private void lookForAnswer(Request r) {
         answers.lookFor(r::isDone);
