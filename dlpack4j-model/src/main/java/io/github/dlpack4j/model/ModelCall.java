@@ -44,18 +44,20 @@ final class ModelCall {
     /**
      * Loads the model's callable.
      *
+     * @param torchInputs whether the callable takes torch tensors rather than dlpack4j's Python tensors
      * @param outputNames the declared outputs' names, or null
      * @param batching    whether the model will run on batches (an exported program must then have a dynamic dim 0)
      * @throws io.github.dlpack4j.python.PythonException if Python cannot load it
      * @throws IllegalStateException if an exported program's dim 0 is static while batching is on
      */
-    static ModelCall load(Python python, String name, ModelSource source, List<String> outputNames, boolean batching) {
+    static ModelCall load(Python python, String name, ModelSource source, boolean torchInputs, List<String> outputNames,
+                          boolean batching) {
         return python.withGil(() -> {
             try (PyObject helpers = helpers(python);
                  PyObject model = loadCallable(helpers, name, source, batching)) {
-                ExchangeApi torch = source.torchInputs() ? torchExchangeApi(python) : null;
+                ExchangeApi torch = torchInputs ? torchExchangeApi(python) : null;
                 // Without torch's exchange API the Runner makes the torch tensors in Python.
-                PyObject runner = helpers.callMethod("Runner", name, model, source.torchInputs() && torch == null,
+                PyObject runner = helpers.callMethod("Runner", name, model, torchInputs && torch == null,
                         outputNames);
                 return new ModelCall(python, runner, outputNames, torch);
             }
