@@ -3,6 +3,7 @@ package example.serve;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import example.serve.protocol.V2Client;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.URI;
@@ -61,7 +62,7 @@ class SigtermIT {
             byte[] h = header.getBytes(StandardCharsets.UTF_8);
             byte[] body = Arrays.copyOf(h, h.length + rows * 3 * 224 * 224 * 4);
             ByteBuffer.wrap(body, h.length, body.length - h.length).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer()
-                    .put(ServiceTest.random(rows * 3 * 224 * 224, 1));
+                    .put(V2Client.random(rows * 3 * 224 * 224, 1));
             HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v2/models/resnet18/infer"))
                     .header("Inference-Header-Content-Length", Integer.toString(h.length))
                     .timeout(Duration.ofSeconds(60)).POST(HttpRequest.BodyPublishers.ofByteArray(body)).build();
