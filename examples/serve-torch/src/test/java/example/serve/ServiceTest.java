@@ -11,22 +11,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import example.serve.protocol.BadRequests;
+import example.serve.protocol.Clients;
 import example.serve.protocol.InferenceProtocol;
 import example.serve.protocol.ServeOptions;
 import example.serve.protocol.TorchReference;
 import example.serve.protocol.V2Client;
 import io.github.dlpack4j.python.Python;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.net.Socket;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -183,40 +178,7 @@ class ServiceTest {
         for (ServeTorch s : List.of(server, batching)) {
             int clients = 64;
             int each = 8;
-            List<float[]> inputs = new ArrayList<>();
-            List<float[]> wants = new ArrayList<>();
-            for (int i = 0; i < clients * each; i++) {
-                int rows = 1 + i % 3;
-                float[] x = random(rows * 256, 100 + i);
-                inputs.add(x);
-                wants.add(reference("mlp", x, rows, 256));
-            }
-            long batchesBefore = number(get(s, "/admin/stats").body(), "batches");
-            try (ExecutorService pool = Executors.newFixedThreadPool(clients)) {
-                List<Future<?>> done = new ArrayList<>();
-                for (int c = 0; c < clients; c++) {
-                    int client = c;
-                    done.add(pool.submit(() -> {
-                        for (int k = 0; k < each; k++) {
-                            int i = client * each + k;
-                            int rows = 1 + i % 3;
-                            float[] got;
-                            if (i % 2 == 0) {
-                                byte[][] b = binaryRequest(inputs.get(i), rows, 256, true);
-                                got = binaryOutput(post(s, "mlp", b[0], b[1].length));
-                            } else {
-                                got = jsonOutput(post(s, "mlp", jsonRequest(inputs.get(i), rows, 256, false), -1));
-                            }
-                            assertClose(wants.get(i), got, "client " + client + ", request " + k);
-                        }
-                        return null;
-                    }));
-                }
-                for (Future<?> f : done) {
-                    f.get(120, TimeUnit.SECONDS);
-                }
-            }
-            long batches = number(get(s, "/admin/stats").body(), "batches") - batchesBefore;
+            long batches = Clients.assertEachGetsItsOwnAnswers(s.port(), torch, clients, each);
             if (s == batching) {
                 assertTrue(batches < clients * each, "batching ran " + batches + " model calls for " + clients * each
                         + " requests");
@@ -230,39 +192,7 @@ class ServiceTest {
 
     @Test
     void clientsThatDisconnectMidRequestLeaveNothingBehind() throws Exception {
-        float[] x = random(2 * 3 * 224 * 224, 9);
-        byte[][] resnet = binaryRequest(x, 2, 3 * 224 * 224, true, 3, 224, 224);
-        post(server, "resnet18", resnet[0], resnet[1].length);   // warm: every buffer made
-        String before = get(server, "/admin/stats").body();
-        for (int i = 0; i < 10; i++) {
-            try (Socket s = new Socket("127.0.0.1", server.port())) {   // half a body, then gone
-                OutputStream out = s.getOutputStream();
-                out.write(("POST /v2/models/resnet18/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: "
-                        + resnet[0].length + "\r\nInference-Header-Content-Length: " + resnet[1].length
-                        + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
-                out.write(resnet[0], 0, resnet[0].length / 2);
-                out.flush();
-            }
-            try (Socket s = new Socket("127.0.0.1", server.port())) {   // all of it, gone before the answer
-                OutputStream out = s.getOutputStream();
-                out.write(("POST /v2/models/resnet18/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: "
-                        + resnet[0].length + "\r\nInference-Header-Content-Length: " + resnet[1].length
-                        + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
-                out.write(resnet[0]);
-                out.flush();
-            }
-        }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        String after;
-        do {
-            Thread.sleep(200);
-            after = get(server, "/admin/stats").body();
-        } while (number(after, "in_flight") > 0 && System.nanoTime() < deadline);
-        assertEquals(0, number(after, "in_flight"), after);
-        assertEquals(number(before, "live_exports"), number(after, "live_exports"), before + "\n" + after);
-        assertEquals(number(before, "native_bytes"), number(after, "native_bytes"), before + "\n" + after);
-        assertClose(reference("resnet18", x, 2, 3, 224, 224),
-                binaryOutput(post(server, "resnet18", resnet[0], resnet[1].length)), "after the disconnects");
+        Clients.assertThoseThatGoAwayLeaveNothingBehind(server.port(), torch);
     }
 
     // ---------------------------------------------------------------- helpers
