@@ -145,6 +145,19 @@ ensure_serve_venv() {
   ensure_venv .venv-serve examples/serve-torch/python/requirements.txt
 }
 
+# examples/serve-protocol, the serving examples' protocol code without a web framework (and its test
+# jar), into the local Maven repository, where serve-torch and spring-boot-torch find it by
+# coordinates: when it is missing there or older than its sources, or always with --always.
+install_serve_protocol() {
+  local dir="$DLPACK4J_ROOT/examples/serve-protocol"
+  local jar="${MAVEN_LOCAL_REPO:-$HOME/.m2/repository}/example/serve-protocol/1.0/serve-protocol-1.0.jar"
+  if [ "${1:-}" = --always ] || [ ! -f "$jar" ] || [ -n "$(find "$dir/src" "$dir/pom.xml" \
+       "$DLPACK4J_ROOT/examples/serve-torch/python/serve_models.py" -newer "$jar" -print -quit)" ]; then
+    say "installing examples/serve-protocol"
+    mvnw -q -f "$dir/pom.xml" install -DskipTests >&2 || die "installing examples/serve-protocol failed"
+  fi
+}
+
 # wrk, the load generator of scripts/loadtest (Debian's package).
 ensure_wrk() {
   command -v wrk >/dev/null || ensure_debian_packages wrk

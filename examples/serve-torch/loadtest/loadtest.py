@@ -1,10 +1,12 @@
-"""Drive the Java service and the FastAPI comparison with wrk on 127.0.0.1, side by side (scripts/loadtest).
+"""Drive the Java services and the FastAPI comparison with wrk on 127.0.0.1, side by side (scripts/loadtest).
 
-For each model, every service is started with ``scripts/serve`` (Java + dlpack4j, the same with
-``--batching``, and FastAPI + uvicorn with ``--python``); they answer one request alike first (the
-same weights), then for each connection count each service in turn gets a warm-up and a measured
-wrk run, bounded by ``--duration``. The table has requests/s, p50, p99 and errors of each service
-and the ratios of the Java ones to FastAPI's; the settings of each are printed beside it.
+For each model, every service is started with ``scripts/serve`` (Java + dlpack4j on Helidon SE, the
+same with ``--batching``, the Spring Boot service with ``--spring`` and with ``--spring --batching``,
+and FastAPI + uvicorn with ``--python``), and the time from its start to its ready line is taken;
+they answer one request alike first (the same weights), then for each connection count each service
+in turn gets a warm-up and a measured wrk run, bounded by ``--duration``. The table has requests/s,
+p50, p99 and errors of each service, the ratios of the Java ones to FastAPI's and of the Spring ones
+to Helidon's; the settings and start-up time of each are printed beside it.
 
 ``--soak`` runs the Java service alone: its peak rate at 64 connections, then ``--soak-duration``
 (10 minutes) at 80% of it. It passes with no errors, the resident set after the warm-up (the first
@@ -39,18 +41,23 @@ READY = re.compile(r"^serve-torch: \S+ ready on http://127\.0\.0\.1:(\d+) \((.*)
 SERVICES = {
     "java": ("Java + dlpack4j", []),
     "java-batching": ("Java + dlpack4j, batching", ["--batching"]),
+    "spring": ("Spring Boot + dlpack4j", ["--spring"]),
+    "spring-batching": ("Spring Boot + dlpack4j, batching", ["--spring", "--batching"]),
     "python": ("FastAPI + uvicorn", ["--python"]),
 }
+# A Spring service's Helidon counterpart, for the Spring / Helidon ratio.
+HELIDON = {"spring": "java", "spring-batching": "java-batching"}
 
 
 @dataclass
 class Service:
-    """A service started by scripts/serve: its process, port and the settings its ready line names."""
+    """A service started by scripts/serve: its process, port, settings (its ready line's) and start-up time."""
 
     key: str
     process: subprocess.Popen[str]
     port: int
     settings: str
+    startup_s: float
     output: list[str] = field(default_factory=list)
 
     def url(self, path: str = "") -> str:
@@ -80,10 +87,15 @@ def parse_duration(text: str) -> float:
 
 
 def start(key: str, model: str, extra: list[str], timeout: float = 300) -> Service:
-    """Start a service with scripts/serve on a free port and wait for its ready line."""
-    args = [str(SERVE), *SERVICES[key][1], "--model", model, "--port", "0", *extra]
+    """Start a service with scripts/serve (built already) on a free port and wait for its ready line.
+
+    Its start-up time is from the process's start to its ready line: the JVM or Python's start, the
+    model's load and warm-up, the web server's start.
+    """
+    args = [str(SERVE), "--no-build", *SERVICES[key][1], "--model", model, "--port", "0", *extra]
+    started = time.monotonic()
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + timeout
+    deadline = started + timeout
     lines: list[str] = []
     assert p.stdout is not None
     while time.monotonic() < deadline:
@@ -93,7 +105,7 @@ def start(key: str, model: str, extra: list[str], timeout: float = 300) -> Servi
         lines.append(line.rstrip())
         m = READY.match(line.rstrip())
         if m:
-            s = Service(key, p, int(m.group(1)), m.group(2), lines)
+            s = Service(key, p, int(m.group(1)), m.group(2), time.monotonic() - started, lines)
             threading.Thread(target=_drain, args=(s,), daemon=True).start()
             return s
     p.kill()
@@ -225,8 +237,10 @@ def loadtest(args: argparse.Namespace) -> int:
             try:
                 for key in keys:
                     print(f"loadtest: starting {key} for {model}", file=sys.stderr, flush=True)
-                    services.append(start(key, model, args.java_args.split() if key.startswith("java") else []))
-                    settings[f"{SERVICES[key][0]} ({model})"] = services[-1].settings
+                    services.append(start(key, model, args.java_args.split() if key != "python" else []))
+                    settings[f"{SERVICES[key][0]} ({model})"] = (
+                        f"{services[-1].settings}; start-up to the ready line {services[-1].startup_s:.1f} s"
+                    )
                 answers = [answer(s, model, header_length, body) for s in services]
                 for s, a in zip(services[1:], answers[1:], strict=True):
                     if not np.allclose(a, answers[0], rtol=1e-4, atol=1e-5):
@@ -241,11 +255,10 @@ def loadtest(args: argparse.Namespace) -> int:
                     row = [model, str(c)]
                     for key in keys:
                         row += fmt(runs.get(key))
-                    base = runs.get("python")
-                    for key in keys:
-                        if key != "python" and base:
-                            few = min(base.requests, runs[key].requests) < MIN_REQUESTS
-                            row.append("n/a" if few else f"{runs[key].rps / base.rps:.2f}x")
+                    for key, base_key in ratios(keys):
+                        base = runs[base_key]
+                        few = min(base.requests, runs[key].requests) < MIN_REQUESTS
+                        row.append("n/a" if few else f"{runs[key].rps / base.rps:.2f}x")
                     rows.append(row)
             finally:
                 statuses += [f"{s.key} ({model}): exit {stop(s)} after SIGTERM" for s in services]
@@ -253,7 +266,7 @@ def loadtest(args: argparse.Namespace) -> int:
     for key in keys:
         name = SERVICES[key][0]
         head += [f"{name} req/s", "p50", "p99", "errors"]
-    head += [f"{SERVICES[k][0]} / FastAPI" for k in keys if k != "python" and "python" in keys]
+    head += [f"{SERVICES[k][0]} / {'FastAPI' if b == 'python' else SERVICES[b][0]}" for k, b in ratios(keys)]
     print("| " + " | ".join(head) + " |")
     print("|" + " --- |" * len(head))
     for row in rows:
@@ -265,12 +278,22 @@ def loadtest(args: argparse.Namespace) -> int:
           f"({os.cpu_count()} cores, load generator included).")
     for name, text in settings.items():
         print(f"{name}: {text}")
-    print(f"Java JVM options: {os.environ.get('SERVE_JAVA_OPTS', DEFAULT_JAVA_OPTS)}")
+    print(f"Java JVM options (Helidon and Spring): {os.environ.get('SERVE_JAVA_OPTS', DEFAULT_JAVA_OPTS)}")
     print("; ".join(statuses))
     return 0 if all(st.endswith("exit 0 after SIGTERM") for st in statuses) else 1
 
 
 DEFAULT_JAVA_OPTS = "-Xms512m -Xmx512m (scripts/serve's default)"
+
+
+def ratios(keys: list[str]) -> list[tuple[str, str]]:
+    """Return the (service, base) pairs whose requests/s ratio the table shows.
+
+    Each Java service's to FastAPI's, then each Spring service's to its Helidon counterpart's, of
+    those measured.
+    """
+    pairs = [(k, "python") for k in keys if k != "python" and "python" in keys]
+    return pairs + [(k, HELIDON[k]) for k in keys if k in HELIDON and HELIDON[k] in keys]
 
 
 def wrk_version() -> str:
@@ -343,8 +366,12 @@ def main() -> int:
     parser.add_argument("--duration", type=parse_duration, default=10.0, help="measured seconds per cell (10s)")
     parser.add_argument("--warmup", type=parse_duration, default=3.0, help="warm-up seconds per cell (3s)")
     parser.add_argument("--connections", default="1,8,64")
-    parser.add_argument("--services", default="java,java-batching,python", help="of java, java-batching, python")
-    parser.add_argument("--java-args", default="", help="more scripts/serve options for the Java service")
+    parser.add_argument(
+        "--services",
+        default="java,java-batching,spring,spring-batching,python",
+        help="of java, java-batching, spring, spring-batching, python",
+    )
+    parser.add_argument("--java-args", default="", help="more scripts/serve options for the Java services")
     parser.add_argument("--soak", action="store_true", help="the soak instead: Java alone, 80%% of its peak")
     parser.add_argument("--soak-duration", type=parse_duration, default=600.0, help="(10m)")
     parser.add_argument("--soak-connections", type=int, default=64)

@@ -1,10 +1,11 @@
 package example.serve;
 
-import io.github.dlpack4j.model.ModelStats;
+import example.serve.protocol.InferenceProtocol;
+import example.serve.protocol.ServeOptions;
+import example.serve.protocol.ServedModels;
 import io.github.dlpack4j.model.PythonModel;
 import io.github.dlpack4j.python.Python;
 import io.helidon.webserver.WebServer;
-import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.logging.Level;
@@ -26,12 +27,12 @@ public final class ServeTorch {
     static final long DRAIN_MILLIS = 8_000;
 
     private final Map<String, PythonModel> models;
-    private final InferenceService service;
+    private final InferenceProtocol protocol;
     private final WebServer server;
 
-    private ServeTorch(Map<String, PythonModel> models, InferenceService service, WebServer server) {
+    private ServeTorch(Map<String, PythonModel> models, InferenceProtocol protocol, WebServer server) {
         this.models = models;
-        this.service = service;
+        this.protocol = protocol;
         this.server = server;
     }
 
@@ -44,7 +45,8 @@ public final class ServeTorch {
     static ServeTorch start(ServeOptions options) {
         Map<String, PythonModel> models = ServedModels.load(Python.start(), options);
         try {
-            InferenceService service = new InferenceService(models, options);
+            InferenceProtocol protocol = new InferenceProtocol(models, options.maxBodyBytes(), options.describe());
+            InferenceService service = new InferenceService(protocol);
             WebServer server = WebServer.builder()
                     .host("127.0.0.1")
                     .port(options.port())
@@ -53,7 +55,7 @@ public final class ServeTorch {
                     .routing(service::routing)
                     .build()
                     .start();
-            return new ServeTorch(models, service, server);
+            return new ServeTorch(models, protocol, server);
         } catch (RuntimeException e) {
             models.values().forEach(PythonModel::close);
             throw e;
@@ -65,11 +67,6 @@ public final class ServeTorch {
         return server.port();
     }
 
-    /** {@return the HTTP service, for its counters} */
-    InferenceService service() {
-        return service;
-    }
-
     /**
      * Drains and stops: no new inference requests (503), the ones in flight answered (at most
      * {@link #DRAIN_MILLIS}), then the server and the models closed (their threads stopped).
@@ -77,31 +74,11 @@ public final class ServeTorch {
      * @return whether every request in flight was answered
      */
     boolean stop() throws InterruptedException {
-        service.startDraining();
-        boolean drained = service.awaitIdle(DRAIN_MILLIS);
+        protocol.startDraining();
+        boolean drained = protocol.awaitIdle(DRAIN_MILLIS);
         server.stop();
         models.values().forEach(PythonModel::close);
         return drained;
-    }
-
-    /** {@return one line per model of what it did: {@link PythonModel#stats()}} */
-    String statsLines() {
-        StringBuilder b = new StringBuilder();
-        for (PythonModel m : models.values()) {
-            ModelStats s = m.stats();
-            b.append(b.isEmpty() ? "" : "\n").append("serve-torch: ").append(m.name()).append(": ")
-                    .append(s.requests()).append(" requests, ").append(s.answered()).append(" answered, ")
-                    .append(s.failed()).append(" failed, ").append(s.rejected()).append(" rejected; ")
-                    .append(s.batches()).append(" model calls of up to ").append(s.largestBatchRows())
-                    .append(" rows; queue wait p50 ").append(micros(s.queueWaitP50())).append(" us, p99 ")
-                    .append(micros(s.queueWaitP99())).append(" us; model call p50 ").append(micros(s.runP50()))
-                    .append(" us, p99 ").append(micros(s.runP99())).append(" us");
-        }
-        return b.toString();
-    }
-
-    private static long micros(Duration d) {
-        return d.toNanos() / 1000;
     }
 
     public static void main(String[] args) throws InterruptedException {
@@ -123,7 +100,7 @@ public final class ServeTorch {
                 System.out.println("serve-torch: stopped on SIG" + signal.getName()
                         + (drained ? ", every request in flight answered" : ", requests still in flight after "
                         + DRAIN_MILLIS + " ms"));
-                System.out.println(serve.statsLines());
+                System.out.println(serve.protocol.statsLines());
                 System.out.flush();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();

@@ -1,4 +1,4 @@
-package example.serve;
+package example.serve.protocol;
 
 /** A request the service answers with a v2 error body ({@code {"error": "..."}}) and this status. */
 final class ProtocolException extends RuntimeException {

@@ -1,4 +1,4 @@
-package example.serve;
+package example.serve.protocol;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -7,7 +7,7 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * The service's settings, from {@code scripts/serve}'s options.
+ * The service's settings, from {@code scripts/serve}'s options (the same for the Helidon and the Spring service).
  *
  * @param models            the models served ({@code --model mlp|resnet18}; a comma-separated list serves several)
  * @param weights           a {@code state_dict} file ({@code --weights}), or null for the seeded weights
@@ -20,17 +20,19 @@ import java.util.Set;
  * @param torchThreadsOption torch's intra-op threads ({@code --torch-threads}; 0: 1)
  * @param maxBodyBytes      the largest request body accepted ({@code --max-body-mb}, 64 MiB)
  */
-record ServeOptions(List<String> models, Path weights, int port, boolean batching, long batchWindowMicros,
-                    int maxBatchRows, int runnerThreadsOption, int torchThreadsOption, long maxBodyBytes) {
-    static final Set<String> MODELS = Set.of("mlp", "resnet18");
+public record ServeOptions(List<String> models, Path weights, int port, boolean batching, long batchWindowMicros,
+                           int maxBatchRows, int runnerThreadsOption, int torchThreadsOption, long maxBodyBytes) {
+    /** The models a service can serve. */
+    public static final Set<String> MODELS = Set.of("mlp", "resnet18");
 
-    static final String USAGE = """
+    /** The options, as a usage message prints them. */
+    public static final String USAGE = """
             usage: serve --model mlp|resnet18 [--weights FILE] [--port 8080] [--batching]
                          [--batch-window-us 2000] [--max-batch N] [--runner-threads N] [--torch-threads 1]
                          [--max-body-mb 64]""";
 
     /** A bad command line: the message says what, and {@link #USAGE} the rest. */
-    static final class UsageException extends IllegalArgumentException {
+    public static final class UsageException extends IllegalArgumentException {
         UsageException(String message) {
             super(message);
         }
@@ -43,7 +45,7 @@ record ServeOptions(List<String> models, Path weights, int port, boolean batchin
      * @return the settings
      * @throws UsageException naming the option that is wrong or missing
      */
-    static ServeOptions parse(String... args) {
+    public static ServeOptions parse(String... args) {
         List<String> models = null;
         Path weights = null;
         int port = 8080;
@@ -109,7 +111,7 @@ record ServeOptions(List<String> models, Path weights, int port, boolean batchin
     }
 
     /** {@return the most rows in one batch, and in the batch buffer each model thread keeps, for {@code model}} */
-    int maxBatch(String model) {
+    public int maxBatch(String model) {
         return maxBatchRows > 0 ? maxBatchRows : model.equals("resnet18") ? 8 : 64;
     }
 
@@ -118,7 +120,7 @@ record ServeOptions(List<String> models, Path weights, int port, boolean batchin
      * cores, but 1 for mlp with batching (its batches are Python-bound: a second thread would only
      * wait for the GIL and split the batches)}
      */
-    int runnerThreads(String model) {
+    public int runnerThreads(String model) {
         if (runnerThreadsOption > 0) {
             return runnerThreadsOption;
         }
@@ -126,17 +128,32 @@ record ServeOptions(List<String> models, Path weights, int port, boolean batchin
     }
 
     /** {@return torch's intra-op threads: the option, else 1 (the runner threads run model calls side by side)} */
-    int torchThreads() {
+    public int torchThreads() {
         return torchThreadsOption > 0 ? torchThreadsOption : 1;
     }
 
     /** {@return one line of the settings, as the ready line and scripts/loadtest print them} */
-    String describe() {
-        return "torch threads " + torchThreads() + ", "
-                + "runner threads " + String.join("/", models.stream().map(m -> String.valueOf(runnerThreads(m))).toList())
-                + ", "
+    public String describe() {
+        return describe(torchThreads(), models.stream().map(this::runnerThreads).toList(), batching, batchWindowMicros,
+                models.stream().map(this::maxBatch).toList(), weights == null ? null : weights.toString());
+    }
+
+    /**
+     * {@return one line of a service's settings, in the words of the ready line}
+     *
+     * @param torchThreads      torch's intra-op threads
+     * @param runnerThreads     each model's threads, in the order the models are served
+     * @param batching          whether the models batch
+     * @param batchWindowMicros how long a batch waits for more requests
+     * @param maxBatch          each model's most rows in one batch
+     * @param weights           the {@code state_dict} file, or null for the seeded weights
+     */
+    public static String describe(int torchThreads, List<Integer> runnerThreads, boolean batching,
+                                  long batchWindowMicros, List<Integer> maxBatch, String weights) {
+        return "torch threads " + torchThreads + ", "
+                + "runner threads " + String.join("/", runnerThreads.stream().map(String::valueOf).toList()) + ", "
                 + (batching ? "batching (window " + batchWindowMicros + " us, max batch "
-                        + String.join("/", models.stream().map(m -> String.valueOf(maxBatch(m))).toList()) + ")"
+                        + String.join("/", maxBatch.stream().map(String::valueOf).toList()) + ")"
                         : "no batching")
                 + (weights == null ? ", seeded weights" : ", weights " + weights);
     }

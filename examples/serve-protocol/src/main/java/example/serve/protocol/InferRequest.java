@@ -1,6 +1,6 @@
-package example.serve;
+package example.serve.protocol;
 
-import static example.serve.ProtocolException.badRequest;
+import static example.serve.protocol.ProtocolException.badRequest;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;

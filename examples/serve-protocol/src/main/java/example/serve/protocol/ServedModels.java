@@ -1,4 +1,4 @@
-package example.serve;
+package example.serve.protocol;
 
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.model.PythonModel;
@@ -18,9 +18,9 @@ import java.util.Map;
  * {@code serve_models.served(name, weights, torch_threads)} (the models' Python code, a resource of
  * this jar), with its one input and output declared, and the service's batching, threads and queue.
  */
-final class ServedModels {
+public final class ServedModels {
     /** How many requests of one model may wait for it; past it the service answers 503. */
-    static final int MAX_QUEUE = 1_000;
+    public static final int MAX_QUEUE = 1_000;
 
     private ServedModels() {
     }
@@ -33,7 +33,7 @@ final class ServedModels {
      * @return the models by name, in the order they were given
      * @throws PythonException if Python cannot build a model
      */
-    static Map<String, PythonModel> load(Python py, ServeOptions options) {
+    public static Map<String, PythonModel> load(Python py, ServeOptions options) {
         register(py);
         Map<String, PythonModel> models = new LinkedHashMap<>();
         try {
@@ -67,8 +67,14 @@ final class ServedModels {
         return b.build();
     }
 
-    /** Runs the models' code as the module {@code serve_models}, once per process (every service in the JVM shares it). */
-    private static void register(Python py) {
+    /**
+     * Runs the models' code (the resource {@code serve_models.py}) as the module {@code serve_models},
+     * once per process (every service in the JVM shares it), so that a model's factory
+     * {@code serve_models:served} finds it.
+     *
+     * @param py the process's interpreter
+     */
+    public static void register(Python py) {
         py.withGil(() -> {
             try (PyObject sys = py.importModule("sys");
                  PyObject modules = sys.attr("modules");
