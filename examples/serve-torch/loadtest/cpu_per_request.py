@@ -1,0 +1,69 @@
+"""CPU time a Java service spends per request, by thread group, under wrk (a profile, not a benchmark).
+
+Starts one service with ``scripts/serve`` (built already: run ``scripts/serve --build-only`` first),
+warms it up with ``--warmup`` seconds of wrk at 8 connections (the JIT takes about ten seconds to
+settle on this path), then for each connection count runs wrk for ``--duration`` seconds and prints
+the requests/s and the CPU microseconds per request of each group of the service's threads, read
+from ``/proc/PID/task/*/schedstat`` before and after (threads named alike, digits aside, form one
+group: the model's threads, the virtual threads' carriers, the JIT compilers, ...). CPU per request
+is steadier than requests/s on a shared machine: another process's load slows a service down but
+adds little to the CPU each of its requests costs.
+
+    .venv-serve/bin/python examples/serve-torch/loadtest/cpu_per_request.py [--service java]
+        [--model mlp] [--connections 1,8,64] [--warmup 15] [--duration 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import loadtest
+
+
+def cpu_by_group(pid: int) -> Counter[str]:
+    """Return the CPU nanoseconds each thread group of process ``pid`` has used so far."""
+    used: Counter[str] = Counter()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            nanos = int((task / "schedstat").read_text().split()[0])
+        except OSError:  # the thread ended meanwhile
+            continue
+        used[re.sub(r"\d+", "N", re.sub(r"[-#]?\d+$", "", name))] += nanos
+    return used
+
+
+def main() -> None:
+    """Profile one service and print a line per connection count."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--service", default="java", choices=[k for k in loadtest.SERVICES if k != "python"])
+    parser.add_argument("--model", default="mlp", choices=["mlp", "resnet18"])
+    parser.add_argument("--connections", default="1,8,64")
+    parser.add_argument("--warmup", type=float, default=15)
+    parser.add_argument("--duration", type=float, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path, _, _ = loadtest.request_file(Path(tmp), args.model)
+        service = loadtest.start(args.service, args.model, [])
+        try:
+            loadtest.wrk(service, args.model, path, 8, args.warmup)
+            for connections in (int(c) for c in args.connections.split(",")):
+                before = cpu_by_group(service.process.pid)
+                run = loadtest.wrk(service, args.model, path, connections, args.duration)
+                after = cpu_by_group(service.process.pid)
+                per_request = {g: (after[g] - before.get(g, 0)) / run.requests / 1e3 for g in after}
+                groups = sorted(per_request.items(), key=lambda kv: -kv[1])
+                shown = ", ".join(f"{g} {us:.0f}" for g, us in groups if us >= 1)
+                print(f"{args.service} {args.model} {connections} connections: {run.rps:,.0f} req/s, "
+                      f"CPU {sum(per_request.values()):.0f} us/request: {shown}", flush=True)
+        finally:
+            service.process.terminate()
+            service.process.wait(60)
+
+
+if __name__ == "__main__":
+    main()
