@@ -9,6 +9,9 @@ import java.time.Duration;
 import java.util.Map;
 
 import io.github.dlpack4j.DataType;
+import io.github.dlpack4j.DataTypeCode;
+import io.github.dlpack4j.Dlpack;
+import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.python.PythonException;
 
@@ -135,6 +138,38 @@ class ModelSourcesTest {
                 out.values().forEach(Tensor::close);
             }
         }
+    }
+
+    /**
+     * torch's import of a tensor with a negative stride aborts the process (a check inside a C++
+     * function that may not throw), and its import of a dtype it lacks fails without running the
+     * export's deleter: the torch route refuses both before it exports, and the model answers on.
+     */
+    @Test
+    void aTorchInputTorchCannotTakeFailsItsCallWithoutCrashingOrLeaking() {
+        Models.pythonModule("torch_inputs_twice", """
+                def make():
+                    return lambda x: x * 2
+                """);
+        int exports = Dlpack.liveExports();
+        long bytes = Dlpack.nativeBytesInUse();
+        try (PythonModel model = PythonModel.builder().python(Models.PY).factory("torch_inputs_twice", "make")
+                .torchInputs().build()) {
+            for (int i = 0; i < 3; i++) {
+                try (Tensor x = Tensor.of(new float[] {1, 2, 3, 4}, 4); Tensor flipped = x.flip(0)) {
+                    assertThatThrownBy(() -> model.predict(flipped)).isInstanceOf(DlpackException.class)
+                            .hasMessageContaining("negative stride");
+                }
+                try (Tensor int4 = Tensor.zeros(new DataType(DataTypeCode.INT, 4, 1), 4, 8)) {
+                    assertThatThrownBy(() -> model.predict(int4)).isInstanceOf(DlpackException.class)
+                            .hasMessageContaining("int4");
+                }
+            }
+            try (Tensor x = Tensor.of(new float[] {1, 2, 3, 4}, 4); Tensor y = model.predict(x)) {
+                assertThat(y.toFloatArray()).containsExactly(2, 4, 6, 8);
+            }
+        }
+        Models.assertReleasedSince(exports, bytes);
     }
 
     @Test
