@@ -598,7 +598,9 @@ public final class PythonModel implements AutoCloseable {
          * memory, made in Java through torch's C Exchange API without a copy, instead of dlpack4j's
          * Python tensor objects: a torch module then needs no {@code torch.from_dlpack} of its own,
          * which costs a few microseconds of Python a call. A read-only input comes as a torch tensor
-         * all the same (torch has no read-only tensors): the model must not write it. TorchScript
+         * all the same (torch has no read-only tensors): the model must not write it. An input that
+         * torch cannot take this way (a view with a negative stride, a dtype torch lacks) fails its
+         * call with {@link io.github.dlpack4j.DlpackException} before torch sees it. TorchScript
          * files and exported programs always get torch tensors.
          *
          * @return this builder

@@ -9,6 +9,9 @@ import java.time.Duration;
 import java.util.Map;
 
 import io.github.dlpack4j.DataType;
+import io.github.dlpack4j.DataTypeCode;
+import io.github.dlpack4j.Dlpack;
+import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.python.PythonException;
 
@@ -135,6 +138,88 @@ class ModelSourcesTest {
                 out.values().forEach(Tensor::close);
             }
         }
+    }
+
+    /**
+     * A torch model that keeps its input tensors (a cache, a log) holds the Java memory under them:
+     * they read their own values after their callers closed them and the model was closed (also a
+     * batch's, whose buffer the closed model's thread freed), and the memory goes once Python lets go.
+     */
+    @Test
+    void inputsATorchModelKeepsOutliveTheirCallersAndTheModelAndGoWhenPythonLetsGo() {
+        Models.pythonModule("torch_inputs_keeper", """
+                kept = []
+
+                def make():
+                    def run(x):
+                        kept.append(x)
+                        return x * 2
+                    return run
+
+                def kept_rows():
+                    return [row for t in kept for row in t.tolist()]
+                """);
+        for (int batch : new int[] {0, 8}) {
+            Models.PY.exec("import torch_inputs_keeper\ntorch_inputs_keeper.kept.clear()");
+            int exports = Dlpack.liveExports();
+            long bytes = Dlpack.nativeBytesInUse();
+            PythonModel.Builder b = PythonModel.builder().python(Models.PY).factory("torch_inputs_keeper", "make")
+                    .torchInputs();
+            if (batch > 0) {
+                b.batching(batch, Duration.ofMillis(20));
+            }
+            java.util.List<java.util.List<Double>> expected = new java.util.ArrayList<>();
+            try (PythonModel model = b.build()) {
+                java.util.List<java.util.concurrent.CompletableFuture<Map<String, Tensor>>> answers = new java.util.ArrayList<>();
+                for (int i = 0; i < 4; i++) { // together: with batching, one stacked call
+                    expected.add(java.util.List.of(i + 0.5, -i - 0.25));
+                    try (Tensor x = Tensor.of(new double[] {i + 0.5, -i - 0.25}, 1, 2)) {
+                        answers.add(model.submit(Map.of("x", x)));
+                    }
+                }
+                for (var a : answers) {
+                    a.join().values().forEach(Tensor::close);
+                }
+                assertThat(model.stats().largestBatchRows()).as("one stacked call with batching").isEqualTo(batch > 0 ? 4 : 1);
+            }
+            try (var rows = Models.PY.eval("torch_inputs_keeper.kept_rows()")) {
+                assertThat(rows.toJava()).as("batching %d", batch).isEqualTo(expected);
+            }
+            Models.PY.exec("torch_inputs_keeper.kept.clear()");
+            Models.assertReleasedSince(exports, bytes);
+        }
+    }
+
+    /**
+     * torch's import of a tensor with a negative stride aborts the process (a check inside a C++
+     * function that may not throw), and its import of a dtype it lacks fails without running the
+     * export's deleter: the torch route refuses both before it exports, and the model answers on.
+     */
+    @Test
+    void aTorchInputTorchCannotTakeFailsItsCallWithoutCrashingOrLeaking() {
+        Models.pythonModule("torch_inputs_twice", """
+                def make():
+                    return lambda x: x * 2
+                """);
+        int exports = Dlpack.liveExports();
+        long bytes = Dlpack.nativeBytesInUse();
+        try (PythonModel model = PythonModel.builder().python(Models.PY).factory("torch_inputs_twice", "make")
+                .torchInputs().build()) {
+            for (int i = 0; i < 3; i++) {
+                try (Tensor x = Tensor.of(new float[] {1, 2, 3, 4}, 4); Tensor flipped = x.flip(0)) {
+                    assertThatThrownBy(() -> model.predict(flipped)).isInstanceOf(DlpackException.class)
+                            .hasMessageContaining("negative stride");
+                }
+                try (Tensor int4 = Tensor.zeros(new DataType(DataTypeCode.INT, 4, 1), 4, 8)) {
+                    assertThatThrownBy(() -> model.predict(int4)).isInstanceOf(DlpackException.class)
+                            .hasMessageContaining("int4");
+                }
+            }
+            try (Tensor x = Tensor.of(new float[] {1, 2, 3, 4}, 4); Tensor y = model.predict(x)) {
+                assertThat(y.toFloatArray()).containsExactly(2, 4, 6, 8);
+            }
+        }
+        Models.assertReleasedSince(exports, bytes);
     }
 
     @Test

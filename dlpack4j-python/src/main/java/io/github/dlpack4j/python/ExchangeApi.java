@@ -116,6 +116,8 @@ public final class ExchangeApi {
      * @param tensor the tensor to share; its memory lives until the producer's object lets go
      * @return a new reference to the producer's object
      * @throws IllegalStateException if {@code tensor} is closed
+     * @throws io.github.dlpack4j.DlpackException for torch, a tensor it cannot take (a negative stride, a
+     *         dtype it lacks), before anything is exported
      */
     public PyObject toPyObject(Tensor tensor) {
         return PyObject.steal(table.toPyObject(tensor));

@@ -1,9 +1,13 @@
 package io.github.dlpack4j.python;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.dlpack4j.DataType;
+import io.github.dlpack4j.DataTypeCode;
 import io.github.dlpack4j.Device;
+import io.github.dlpack4j.Dlpack;
+import io.github.dlpack4j.DlpackException;
 import io.github.dlpack4j.DlpackVersion;
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
@@ -75,6 +79,30 @@ class ExchangeApiTest {
             });
             assertThat(sum).isEqualTo(6);
             org.assertj.core.api.Assertions.assertThatThrownBy(leaked[0]::toLongArray).isInstanceOf(IllegalStateException.class);
+        }
+    }
+
+    /** torch's import aborts the process on a negative stride and leaks the export of a dtype it lacks. */
+    @Test
+    void aJavaTensorTorchCannotTakeIsRefusedBeforeItIsExported() {
+        int exports = Dlpack.liveExports();
+        try (PyObject t = PY.eval("torch.ones(1)");
+             Tensor x = Tensor.of(new float[] {1, 2, 3}, 3);
+             Tensor flipped = x.flip(0);
+             Tensor int4 = Tensor.zeros(new DataType(DataTypeCode.INT, 4, 1), 2, 4)) {
+            ExchangeApi api = ExchangeApi.fromObject(t).orElseThrow();
+            assertThatThrownBy(() -> api.toPyObject(flipped)).isInstanceOf(DlpackException.class)
+                    .hasMessageContaining("negative stride");
+            assertThatThrownBy(() -> api.toPyObject(int4)).isInstanceOf(DlpackException.class)
+                    .hasMessageContaining("int4");
+            assertThat(Dlpack.liveExports()).isEqualTo(exports);
+            try (Tensor one = x.flip(0).slice(0, 0, 1, 1); PyObject ok = api.toPyObject(one)) {
+                PY.setGlobal("one", ok);
+                try (PyObject v = PY.eval("float(one[0])")) {
+                    assertThat(v.asDouble()).as("a negative stride over one element is no stride").isEqualTo(3);
+                }
+                PY.exec("del one");
+            }
         }
     }
 

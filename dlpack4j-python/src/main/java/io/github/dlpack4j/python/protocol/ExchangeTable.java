@@ -33,7 +33,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 
 /**
@@ -73,6 +75,9 @@ public final class ExchangeTable {
     private final PyObject type;
     /** What the producer's {@code __dlpack__} would refuse that its table does not (torch); null if nothing. */
     private final TorchChecks torch;
+
+    /** For torch: per dtype, whether torch takes it ({@link #torchKnows}). */
+    private final Map<DataType, Boolean> torchDtypes = new ConcurrentHashMap<>();
 
     /** The public face of this table, made on first use ({@link #facade}); GIL-guarded. */
     private Object facade;
@@ -326,17 +331,59 @@ public final class ExchangeTable {
      * @param tensor the tensor to share; its memory lives until the producer's object lets go
      * @return a new reference to the producer's object, which the caller owns
      * @throws IllegalStateException if {@code tensor} is closed
+     * @throws DlpackException for torch, a tensor it cannot take: a negative stride, or a dtype it lacks
      */
     public MemorySegment toPyObject(Tensor tensor) {
+        if (torch != null) {
+            refuseWhatTorchCannotTake(tensor);
+        }
         MemorySegment export = Dlpack.exportVersioned(tensor);
         return Gil.with(() -> {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment out = arena.allocate(ADDRESS);
                 int status = (int) TWO_POINTER_INVOKER.invokeExact(
                         table.get(ADDRESS, DLPackExchangeAPI.MANAGED_TENSOR_TO_PY_OBJECT_NO_SYNC), export, out);
-                PyErrors.check(status); // the export was stolen either way
+                PyErrors.check(status); // stolen (torch's failures that would drop it unreleased are refused above)
                 return out.get(ADDRESS, 0);
             }
         });
+    }
+
+    /**
+     * Refuses, before any export, what torch's import of a Java tensor cannot take. torch 2.13 checks
+     * a negative stride inside a C++ function that may not throw, so its import aborts the process;
+     * and an import of a dtype it lacks fails before torch owns the export, whose deleter then never
+     * runs (the export and the Java memory leak).
+     */
+    private void refuseWhatTorchCannotTake(Tensor tensor) {
+        if (!tensor.isContiguous()) { // row-major tensors have no negative strides: no copies of the arrays
+            long[] shape = tensor.shape();
+            long[] strides = tensor.strides();
+            for (int i = 0; i < shape.length && tensor.numel() > 0; i++) {
+                if (strides[i] < 0 && shape[i] > 1) {
+                    throw new DlpackException("torch cannot take a tensor with a negative stride (dim " + i + ": stride "
+                            + strides[i] + "): torch has none, and its import of one aborts the process; pass tensor.copy()");
+                }
+            }
+        }
+        DataType dtype = tensor.dtype();
+        Boolean known = torchDtypes.get(dtype);
+        if (known == null) { // not computeIfAbsent: the probe takes the GIL, which another caller may hold
+            known = torchKnows(dtype);
+            torchDtypes.put(dtype, known);
+        }
+        if (!known) {
+            throw new DlpackException("torch has no dtype " + dtype + " (code " + dtype.code() + ", " + dtype.bits()
+                    + " bits, " + dtype.lanes() + " lanes): its import would refuse the tensor; pass it as a dtype torch has");
+        }
+    }
+
+    /** {@return whether torch knows {@code dtype}: its allocator and its import map dtypes alike (at::toScalarType)} */
+    private boolean torchKnows(DataType dtype) {
+        try (ManagedTensor probe = allocate(dtype, Device.CPU, 0)) {
+            return true;
+        } catch (DlpackException refused) {
+            return false;
+        }
     }
 }
