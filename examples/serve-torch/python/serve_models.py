@@ -114,7 +114,7 @@ def build(name: str, weights: str | None = None, seed: int = 0) -> torch.nn.Modu
     return model.eval().requires_grad_(False)
 
 
-def runner(model: torch.nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+def runner(model: torch.nn.Module) -> Callable[[object], torch.Tensor]:
     """Return ``run(x)``: the model on ``x`` under ``torch.inference_mode()``, a contiguous result."""
 
     def run(x: torch.Tensor) -> torch.Tensor:
@@ -125,20 +125,21 @@ def runner(model: torch.nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
 
 
 def served(name: str, weights: str | None, torch_threads: int | str) -> Callable[[object], torch.Tensor]:
-    """Return the Java service's model: ``run(x)`` on a DLPack tensor, for dlpack4j-model's ``factory``.
+    """Return the Java service's model: ``run(x)`` on a torch tensor, for dlpack4j-model's ``factory``.
 
     Sets torch's intra-op threads to ``torch_threads`` and builds model ``name`` with :func:`build`.
     The arguments may come as strings, as the Spring Boot starter's ``args`` give them: an empty
     ``weights`` is none, ``torch_threads`` a number.
     The runtime calls ``run`` on its own threads (each set to the same thread count), under
-    ``torch.inference_mode()``, with dlpack4j's Python tensor over the request's (or the batch's)
-    memory, which torch views without a copy.
+    ``torch.inference_mode()``, with a torch tensor over the request's (or the batch's) memory that
+    the Java side made without a copy (``torchInputs()``); given dlpack4j's Python tensor instead (a
+    model built without ``torchInputs()``), it views it with ``torch.from_dlpack``.
     """
     torch.set_num_threads(int(torch_threads))
     model = build(name, weights or None)
 
     def run(x: object) -> torch.Tensor:
-        return model(torch.from_dlpack(x)).contiguous()
+        return model(x if isinstance(x, torch.Tensor) else torch.from_dlpack(x)).contiguous()
 
     return run
 

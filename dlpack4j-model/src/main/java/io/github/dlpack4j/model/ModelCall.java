@@ -44,18 +44,20 @@ final class ModelCall {
     /**
      * Loads the model's callable.
      *
+     * @param torchInputs whether the callable takes torch tensors rather than dlpack4j's Python tensors
      * @param outputNames the declared outputs' names, or null
      * @param batching    whether the model will run on batches (an exported program must then have a dynamic dim 0)
      * @throws io.github.dlpack4j.python.PythonException if Python cannot load it
      * @throws IllegalStateException if an exported program's dim 0 is static while batching is on
      */
-    static ModelCall load(Python python, String name, ModelSource source, List<String> outputNames, boolean batching) {
+    static ModelCall load(Python python, String name, ModelSource source, boolean torchInputs, List<String> outputNames,
+                          boolean batching) {
         return python.withGil(() -> {
             try (PyObject helpers = helpers(python);
                  PyObject model = loadCallable(helpers, name, source, batching)) {
-                ExchangeApi torch = source.torchInputs() ? torchExchangeApi(python) : null;
+                ExchangeApi torch = torchInputs ? torchExchangeApi(python) : null;
                 // Without torch's exchange API the Runner makes the torch tensors in Python.
-                PyObject runner = helpers.callMethod("Runner", name, model, source.torchInputs() && torch == null,
+                PyObject runner = helpers.callMethod("Runner", name, model, torchInputs && torch == null,
                         outputNames);
                 return new ModelCall(python, runner, outputNames, torch);
             }
@@ -138,15 +140,20 @@ final class ModelCall {
                 for (int i = 0; i < args.length; i++) {
                     args[i] = torch != null ? torch.toPyObject(inputs.get(i)) : PythonDlpack.toPython(inputs.get(i));
                 }
-                try (PyObject result = runner.call((Object[]) args);
-                     PyObject values = result.get(1)) {
-                    List<String> names = outputNames != null ? outputNames : names(result);
-                    for (int j = 0; j < names.size(); j++) {
-                        try (PyObject v = values.get(j)) {
-                            imported.add(PythonDlpack.fromDlpack(v));
-                        }
+                try (PyObject result = runner.call((Object[]) args)) {
+                    if (outputNames != null && outputNames.size() == 1) { // the Runner returns it alone
+                        imported.add(PythonDlpack.fromDlpack(result));
+                        return new Outputs(outputNames, imported);
                     }
-                    return new Outputs(names, imported);
+                    if (outputNames != null) { // the values, in the declared order
+                        importEach(result, outputNames.size(), imported);
+                        return new Outputs(outputNames, imported);
+                    }
+                    try (PyObject values = result.get(1)) { // (names, values)
+                        List<String> names = names(result);
+                        importEach(values, names.size(), imported);
+                        return new Outputs(names, imported);
+                    }
                 }
             } catch (RuntimeException | Error e) {
                 imported.forEach(ManagedTensor::close);
@@ -159,6 +166,15 @@ final class ModelCall {
                 }
             }
         });
+    }
+
+    /** Imports the first {@code count} items of {@code values} into {@code imported}. */
+    private static void importEach(PyObject values, int count, List<ManagedTensor> imported) {
+        for (int j = 0; j < count; j++) {
+            try (PyObject v = values.get(j)) {
+                imported.add(PythonDlpack.fromDlpack(v));
+            }
+        }
     }
 
     private static List<String> names(PyObject result) {

@@ -17,7 +17,7 @@ sealed interface ModelSource {
     /** {@code code} runs as a module of its own, then its {@code function(*args)} returns the callable. */
     record Source(String code, String function, List<Object> args) implements ModelSource {}
 
-    /** {@return whether the callable takes torch tensors (made by {@code torch.from_dlpack}) rather than DLPack objects} */
+    /** {@return whether the callable always takes torch tensors rather than dlpack4j's Python tensors} */
     default boolean torchInputs() {
         return this instanceof TorchScript || this instanceof ExportedProgram;
     }

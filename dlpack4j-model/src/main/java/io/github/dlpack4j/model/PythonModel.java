@@ -48,7 +48,7 @@ import io.github.dlpack4j.python.PythonException;
  * {@link Builder#exportedProgram} the inputs are torch tensors over the caller's (or the batch's)
  * memory; for {@link Builder#factory} and {@link Builder#source} they are dlpack4j's Python tensor
  * objects, which any DLPack consumer views without a copy ({@code torch.from_dlpack},
- * {@code np.from_dlpack}). When loading the model imported torch, it runs under
+ * {@code np.from_dlpack}), or torch tensors with {@link Builder#torchInputs()}. When loading the model imported torch, it runs under
  * {@code torch.inference_mode()}. Without declared outputs, a single result is named {@code output},
  * a tuple's items {@code output0}, {@code output1}, ..., and a dict keeps its keys.
  *
@@ -197,12 +197,13 @@ public final class PythonModel implements AutoCloseable {
                 slots.release();
             }
         }
-        boolean runsAtOnce = !scheduler.batching() && scheduler.nothingQueued();
         Request r = admit(inputs);
+        // Alone in flight, its call runs at once.
+        boolean alone = !scheduler.batching() && scheduler.inFlight() == 1;
         List<Map<String, Tensor>> answer = new ArrayList<>(1);
         // A caller inside a GIL scope lets it go: the workers need it to answer.
         python.allowThreads(() -> {
-            if (runsAtOnce) {
+            if (alone) {
                 lookForAnswer(r);
             }
             answer.add(await(r));
@@ -260,11 +261,11 @@ public final class PythonModel implements AutoCloseable {
     }
 
     /**
-     * Without batching, a caller whose request found nothing waiting looks for its answer a moment
-     * ({@link Look}) before it parks: a small model answers within that, and waking a parked thread
-     * (a virtual thread's carrier included) costs more than such a model's call. With batching an
-     * answer comes after the batch gathers, and behind other requests it comes later: those callers
-     * park at once.
+     * Without batching, a caller whose request is the only one in flight looks for its answer a
+     * moment ({@link Look}) before it parks: a small model answers within that, and waking a parked
+     * thread (a virtual thread's carrier included) costs more than such a model's call. With
+     * batching an answer comes after the batch gathers, and with other requests in flight it comes
+     * later while the cores have their work to do: those callers park at once.
      */
     private void lookForAnswer(Request r) {
         answers.lookFor(r::isDone);
@@ -507,6 +508,8 @@ public final class PythonModel implements AutoCloseable {
         private String name;
         private Python python;
         private ModelSource source;
+        /** Whether a factory's or source's callable gets torch tensors ({@link #torchInputs()}). */
+        private boolean torchInputs;
         private final List<TensorSpec> inputs = new ArrayList<>();
         private final List<TensorSpec> outputs = new ArrayList<>();
         private long maxBatchRows;
@@ -588,6 +591,21 @@ public final class PythonModel implements AutoCloseable {
         public Builder source(String code, String function, Object... args) {
             return source(new ModelSource.Source(Objects.requireNonNull(code, "code"),
                     Objects.requireNonNull(function, "function"), Arrays.asList(args.clone())));
+        }
+
+        /**
+         * The callable of {@link #factory} or {@link #source} gets torch tensors over the inputs'
+         * memory, made in Java through torch's C Exchange API without a copy, instead of dlpack4j's
+         * Python tensor objects: a torch module then needs no {@code torch.from_dlpack} of its own,
+         * which costs a few microseconds of Python a call. A read-only input comes as a torch tensor
+         * all the same (torch has no read-only tensors): the model must not write it. TorchScript
+         * files and exported programs always get torch tensors.
+         *
+         * @return this builder
+         */
+        public Builder torchInputs() {
+            torchInputs = true;
+            return this;
         }
 
         private Builder source(ModelSource s) {
@@ -729,7 +747,8 @@ public final class PythonModel implements AutoCloseable {
             }
             String n = name != null ? name : source.defaultName();
             Signature signature = new Signature(n, inputs, outputs, maxBatchRows > 0);
-            ModelCall call = ModelCall.load(python, n, source, signature.outputNames(), maxBatchRows > 0);
+            ModelCall call = ModelCall.load(python, n, source, torchInputs || source.torchInputs(),
+                    signature.outputNames(), maxBatchRows > 0);
             try {
                 if (!inputs.isEmpty()) {
                     warmUp(call, signature);

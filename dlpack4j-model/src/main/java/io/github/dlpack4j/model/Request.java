@@ -184,6 +184,7 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
         if (claimed) {
             owner.unclaim();
         }
+        owner.settled();
         Future<?> t = timer;
         if (t != null) {
             t.cancel(false);

@@ -114,6 +114,30 @@ class ModelSourcesTest {
     }
 
     @Test
+    void aFactoryWithTorchInputsGetsTorchTensorsOverTheCallersMemory() {
+        Models.pythonModule("torch_inputs_factory", """
+                import torch
+
+                def make():
+                    def run(x):
+                        assert type(x) is torch.Tensor, type(x)
+                        return {"ptr": torch.tensor([x.data_ptr()]), "y": x * 2}
+                    return run
+                """);
+        try (PythonModel model = PythonModel.builder().python(Models.PY).factory("torch_inputs_factory", "make")
+                .torchInputs().build();
+             Tensor x = Tensor.of(new float[] {1, 2, 3}, 3)) {
+            Map<String, Tensor> out = model.predict(Map.of("x", x));
+            try {
+                assertThat(out.get("ptr").getLong(0)).isEqualTo(x.dataPointer());
+                assertThat(out.get("y").toFloatArray()).containsExactly(2, 4, 6);
+            } finally {
+                out.values().forEach(Tensor::close);
+            }
+        }
+    }
+
+    @Test
     void torchModelsRunUnderInferenceMode() {
         String code = """
                 import torch

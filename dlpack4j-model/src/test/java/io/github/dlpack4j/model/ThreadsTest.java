@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -337,7 +338,9 @@ class ThreadsTest {
             long[] started = new long[2];
             Thread.ofPlatform().start(() -> started[0] = modelIdent(model)).join(); // on that thread itself
             Thread.ofVirtual().start(() -> started[1] = modelIdent(model)).join();  // on the model's thread
-            assertThat(started).as("threads started by a matrix product with one intra-op thread").containsExactly(0, 0);
+            // Another thread of the process may end meanwhile (-1); an OpenMP team would add one or more.
+            assertThat(Math.max(started[0], started[1])).as("threads started by a matrix product with one intra-op "
+                    + "thread, on the caller's thread and on the model's: " + Arrays.toString(started)).isLessThanOrEqualTo(0);
         } finally {
             Models.PY.exec("import torch\ntorch.set_num_threads(" + before + ")");
         }

@@ -100,4 +100,57 @@ class ExchangeApiTest {
             }
         }
     }
+
+    /**
+     * torch keeps a tensor's Python object alive from C++ when that object dies before the tensor
+     * (here: the import holds the tensor), and its deleter then drops it, taking the GIL. Closed on
+     * a Java thread without the GIL, the import must not wait for a GIL that another thread holds
+     * (on a virtual thread that wait would also hold its carrier): the deleter runs later, once.
+     */
+    @Test
+    void aTorchImportWhosePythonObjectDiedClosesWithoutWaitingForTheGilAndIsFreedOnceSoonAfter() throws Exception {
+        for (boolean virtual : new boolean[] {false, true}) {
+            java.util.concurrent.CountDownLatch freed = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.atomic.AtomicInteger frees = new java.util.concurrent.atomic.AtomicInteger();
+            ManagedTensor m;
+            try (PyObject signal = PY.function(args -> {
+                frees.incrementAndGet();
+                freed.countDown();
+                return null;
+            })) {
+                PY.setGlobal("signal_freed", signal);
+                PY.exec("import weakref\n_t = torch.ones(1000) * 2\nweakref.finalize(_t, signal_freed)");
+                try (PyObject t = PY.getGlobal("_t")) {
+                    ImportRequest r = ImportRequest.of(t);
+                    m = r.importTensor();
+                    assertThat(r.path()).isEqualTo(ImportPath.EXCHANGE_API);
+                }
+                PY.exec("del _t, signal_freed"); // the Python object dies first: torch keeps it from C++
+            }
+            java.util.concurrent.CountDownLatch inScope = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
+            boolean[] closedWhileHeld = new boolean[1];
+            Thread holder = Thread.ofPlatform().start(() -> PY.withGil(() -> {
+                inScope.countDown();
+                try {
+                    closedWhileHeld[0] = closed.await(10, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }));
+            assertThat(inScope.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+            Thread closer = (virtual ? Thread.ofVirtual() : Thread.ofPlatform()).start(() -> {
+                assertThat(m.tensor().toFloatArray()[999]).isEqualTo(2f);
+                m.close();
+                closed.countDown();
+            });
+            closer.join(30_000);
+            holder.join(30_000);
+            assertThat(closedWhileHeld[0]).as("closed on a %s thread while another held the GIL",
+                    virtual ? "virtual" : "platform").isTrue();
+            assertThat(freed.await(5, java.util.concurrent.TimeUnit.SECONDS)).as("torch's tensor freed").isTrue();
+            Thread.sleep(50);
+            assertThat(frees.get()).isEqualTo(1);
+        }
+    }
 }

@@ -26,6 +26,9 @@ public record Dlpack4jProperties(String python, @DefaultValue Map<String, Model>
      * @param exportedProgram an exported program ({@code torch.export.save}): a path, or a {@code classpath:} resource
      * @param factory         a Python function that returns the model's callable, as {@code module:function}
      * @param args            the factory's arguments, as strings
+     * @param torchInputs     whether the factory's callable gets torch tensors, made in Java through torch's C
+     *                        Exchange API, instead of dlpack4j's Python tensors (default false; TorchScript
+     *                        files and exported programs always get torch tensors)
      * @param inputs          the declared inputs, in the order the model takes them
      * @param outputs         the declared outputs, in the order the model returns them
      * @param batching        dynamic batching; off unless {@code max-rows} is set
@@ -34,7 +37,7 @@ public record Dlpack4jProperties(String python, @DefaultValue Map<String, Model>
      * @param timeout         a deadline per call, waiting and running together (default none)
      */
     public record Model(String torchscript, String exportedProgram, String factory, @DefaultValue List<String> args,
-                        @DefaultValue List<Spec> inputs, @DefaultValue List<Spec> outputs, @DefaultValue Batching batching,
+                        @DefaultValue("false") boolean torchInputs, @DefaultValue List<Spec> inputs, @DefaultValue List<Spec> outputs, @DefaultValue Batching batching,
                         Integer workers, Integer maxQueue, Duration timeout) {
     }
 

@@ -75,6 +75,9 @@ final class PythonModelFactory {
         String at = PREFIX + name + ".";
         PythonModel.Builder b = PythonModel.builder().name(name).python(python).listener(relay(name));
         source(b, at, m);
+        if (m.torchInputs()) {
+            b.torchInputs();
+        }
         specs(at + "inputs", m.inputs(), b::input);
         specs(at + "outputs", m.outputs(), b::output);
         if (m.batching().maxRows() != null) {

@@ -95,6 +95,21 @@ class ModelBeansTest {
     }
 
     @Test
+    void aFactoryWithTorchInputsGetsTorchTensorsAndWithoutItDlpack4jsOwn() {
+        runner.withPropertyValues("dlpack4j.models.torch.factory=spring_test_models:kind",
+                        "dlpack4j.models.torch.torch-inputs=true", "dlpack4j.models.plain.factory=spring_test_models:kind")
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    try (Tensor x = Tensor.of(new float[] {1, 2}, 2);
+                         Tensor torch = context.getBean("torch", PythonModel.class).predict(x);
+                         Tensor plain = context.getBean("plain", PythonModel.class).predict(x)) {
+                        assertThat(torch.toBooleanArray()).containsExactly(true);
+                        assertThat(plain.toBooleanArray()).containsExactly(false);
+                    }
+                });
+    }
+
+    @Test
     void twoModelsAreInjectedByTheirQualifiers() {
         runner.withPropertyValues(linear("mlp", "torchscript", TestModels.TORCHSCRIPT.toString()))
                 .withPropertyValues("dlpack4j.models.double.factory=spring_test_models:scale", "dlpack4j.models.double.args=2")

@@ -55,6 +55,14 @@ final class TestModels {
                     return run
 
 
+                def kind():
+                    def run(x):
+                        import torch
+                        return np.array([isinstance(x, torch.Tensor)])
+
+                    return run
+
+
                 def slow(seconds: str):
                     s = float(seconds)
 

@@ -53,6 +53,7 @@ public final class ServedModels {
                 .python(py)
                 .factory("serve_models", "served", name,
                         options.weights() == null ? null : options.weights().toString(), options.torchThreads())
+                .torchInputs() // run(x) gets a torch tensor over the request's memory, made in Java
                 .workers(options.runnerThreads(name))
                 .maxQueue(MAX_QUEUE);
         switch (name) {

@@ -206,9 +206,12 @@ public final class ExchangeTable {
         int status = (int) TWO_POINTER_INVOKER.invokeExact(
                 table.get(ADDRESS, DLPackExchangeAPI.MANAGED_TENSOR_FROM_PY_OBJECT_NO_SYNC), obj, out);
         PyErrors.check(status);
-        // No GIL around this deleter: exchange-API producers are native libraries whose deleters
-        // take the GIL themselves when they need it (DLPack 1.3), and torch's does not need it.
-        ManagedTensor m = ManagedTensor.adoptVersioned(out.get(ADDRESS, 0));
+        // The deleter runs as any Python producer's does (ProducerDeleter): torch's takes the GIL
+        // itself when the tensor's Python object died first (torch then keeps that object alive from
+        // C++ and drops it in the deleter), so called on a Java thread without the GIL it would wait
+        // for the GIL there (on a virtual thread's carrier, too); deferred to the next GIL holder,
+        // it never waits.
+        ManagedTensor m = ProducerDeleter.adopt(out.get(ADDRESS, 0), true);
         if (torch != null) { // after the export: its dtype says which of torch's bits can be set
             try {
                 torch.refuseUnexportable(obj, false, m.tensor().dtype());
