@@ -30,6 +30,12 @@ final class PythonModelRegistrar implements BeanDefinitionRegistryPostProcessor 
                 .orElse(Map.of());
         BeanFactory beans = (BeanFactory) registry;
         for (String name : entries.keySet()) {
+            if (registry.containsBeanDefinition(name)) { // e.g. an entry named python: the interpreter's bean
+                throw new ModelPropertyException("dlpack4j.models." + name, null,
+                        "a bean named " + name + " exists already (" + registry.getBeanDefinition(name).getBeanClassName()
+                                + "), and each model's bean is named after its entry",
+                        "Rename the entry dlpack4j.models." + name + " (its bean and its meters' model tag take the new name).");
+            }
             RootBeanDefinition model = new RootBeanDefinition(PythonModel.class,
                     () -> beans.getBean(PythonModelFactory.class).create(name));
             model.setDestroyMethodName("close");

@@ -35,6 +35,14 @@ class BadPropertiesTest {
     }
 
     @Test
+    void aModelNamedAfterABeanThatExistsAlreadyNamesItsEntryAndTheFix() {
+        FailureAnalysis f = failure("dlpack4j.models.python.torchscript=" + TestModels.TORCHSCRIPT);
+        assertThat(f.getDescription()).startsWith("The model property dlpack4j.models.python")
+                .contains("a bean named python exists already");
+        assertThat(f.getAction()).contains("Rename the entry dlpack4j.models.python");
+    }
+
+    @Test
     void anUnknownDtypeNamesItsPropertyAndTheDtypesThereAre() {
         FailureAnalysis f = failure(linearWith(AT + "inputs[0].dtype=flaot32"));
         assertThat(f.getDescription()).isEqualTo("The model property " + AT + "inputs[0].dtype is 'flaot32': not a dtype");
