@@ -82,15 +82,7 @@ public final class ServeTorch {
     }
 
     public static void main(String[] args) throws InterruptedException {
-        ServeOptions options;
-        try {
-            options = ServeOptions.parse(args);
-        } catch (ServeOptions.UsageException e) {
-            System.err.println("serve: " + e.getMessage());
-            System.err.println(ServeOptions.USAGE);
-            System.exit(2);
-            return;
-        }
+        ServeOptions options = ServeOptions.parseOrExit(args);
         HELIDON.setLevel(Level.WARNING);
         ServeTorch serve = start(options);
         CountDownLatch stopped = new CountDownLatch(1);

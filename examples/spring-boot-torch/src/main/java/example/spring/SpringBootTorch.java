@@ -127,15 +127,7 @@ public class SpringBootTorch {
      * @throws InterruptedException if interrupted while it serves
      */
     public static void main(String[] args) throws InterruptedException {
-        ServeOptions options;
-        try {
-            options = ServeOptions.parse(args);
-        } catch (ServeOptions.UsageException e) {
-            System.err.println("serve: " + e.getMessage());
-            System.err.println(ServeOptions.USAGE);
-            System.exit(2);
-            return;
-        }
+        ServeOptions options = ServeOptions.parseOrExit(args);
         ConfigurableApplicationContext context = SpringApplication.run(SpringBootTorch.class, properties(options));
         InferenceProtocol protocol = context.getBean(InferenceProtocol.class);
         CountDownLatch stopped = new CountDownLatch(1);

@@ -129,25 +129,7 @@ class InferenceTest {
 
     @Test
     void theModelRaisingIs500WithPythonsTypeAndMessage() throws Exception {
-        torch.python().exec("""
-                original_forward = torch.nn.Sequential.forward
-                def failing_forward(self, x):
-                    raise ValueError("the weights are on holiday")
-                torch.nn.Sequential.forward = failing_forward
-                """);
-        float[] x = random(256, 8);
-        byte[][] request = binaryRequest(x, 1, 256, true);
-        HttpResponse<byte[]> r;
-        try {
-            r = post(port, "mlp", request[0], request[1].length);
-        } finally {
-            torch.python().exec("torch.nn.Sequential.forward = original_forward");
-        }
-        assertEquals(500, r.statusCode());
-        assertEquals("{\"error\":\"the model raised ValueError: the weights are on holiday\"}",
-                new String(r.body(), StandardCharsets.UTF_8));
-        assertClose(torch.reference("mlp", x, 1, 256), binaryOutput(post(port, "mlp", request[0], request[1].length)),
-                "after the model raised");
+        BadRequests.assertTheModelRaisingIs500WithPythonsTypeAndMessage(port, torch);
     }
 
     // ---------------------------------------------------------------- clients

@@ -157,4 +157,22 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
                         : "no batching")
                 + (weights == null ? ", seeded weights" : ", weights " + weights);
     }
+
+    /**
+     * {@link #parse(String...)} for a {@code main}: bad options print the reason and the usage on
+     * standard error and exit with status 2.
+     *
+     * @param args the command line
+     * @return the options
+     */
+    public static ServeOptions parseOrExit(String... args) {
+        try {
+            return parse(args);
+        } catch (UsageException e) {
+            System.err.println("serve: " + e.getMessage());
+            System.err.println(USAGE);
+            System.exit(2);
+            throw e; // not reached
+        }
+    }
 }

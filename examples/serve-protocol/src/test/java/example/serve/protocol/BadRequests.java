@@ -107,4 +107,32 @@ public final class BadRequests {
         }
         return bad.size();
     }
+
+    /**
+     * Makes the served mlp raise (torch's {@code Sequential.forward} replaced in {@code torch}'s
+     * interpreter, the service's own), checks that a request is answered 500 with Python's type and
+     * message, puts the forward back, and checks the next answer against torch's.
+     */
+    public static void assertTheModelRaisingIs500WithPythonsTypeAndMessage(int port, TorchReference torch)
+            throws Exception {
+        torch.python().exec("""
+                original_forward = torch.nn.Sequential.forward
+                def failing_forward(self, x):
+                    raise ValueError("the weights are on holiday")
+                torch.nn.Sequential.forward = failing_forward
+                """);
+        float[] x = random(256, 8);
+        byte[][] request = binaryRequest(x, 1, 256, true);
+        HttpResponse<byte[]> r;
+        try {
+            r = post(port, "mlp", request[0], request[1].length);
+        } finally {
+            torch.python().exec("torch.nn.Sequential.forward = original_forward");
+        }
+        assertEquals(500, r.statusCode());
+        assertEquals("{\"error\":\"the model raised ValueError: the weights are on holiday\"}",
+                new String(r.body(), StandardCharsets.UTF_8));
+        assertClose(torch.reference("mlp", x, 1, 256), binaryOutput(post(port, "mlp", request[0], request[1].length)),
+                "after the model raised");
+    }
 }
