@@ -99,6 +99,7 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
     void answer(Map<String, Tensor> outputs) {
         if (settled.compareAndSet(false, true)) {
             owner.recorder().answered();
+            countSettled();
             if (!super.complete(outputs)) {
                 outputs.values().forEach(Tensor::close);
             }
@@ -111,6 +112,7 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
     void fail(Throwable error) {
         if (settled.compareAndSet(false, true)) {
             owner.recorder().failed();
+            countSettled();
             super.completeExceptionally(error);
             done();
         }
@@ -123,6 +125,7 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
                 : "it waited in the queue";
         if (settled.compareAndSet(false, true)) {
             owner.recorder().timedOut(running, now - admitted);
+            countSettled();
             super.completeExceptionally(new ModelTimeoutException("model " + owner.name() + ": the deadline of "
                     + millis(deadline - admitted) + " ms passed while " + where));
             done();
@@ -143,6 +146,7 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
             return isCancelled();
         }
         owner.drop(this);
+        countSettled();
         super.cancel(mayInterruptIfRunning);
         done();
         return true;
@@ -158,6 +162,7 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
             return false;
         }
         owner.drop(this);
+        countSettled();
         boolean completed = super.complete(value);
         done();
         return completed;
@@ -174,17 +179,26 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
             return false;
         }
         owner.drop(this);
+        countSettled();
         boolean completed = super.completeExceptionally(ex);
         done();
         return completed;
     }
 
-    /** Settled: the deadline's timer goes, and the request's hold of its inputs. */
-    private void done() {
+    /**
+     * Settled: it no longer counts as in flight or as a call that joined a batch. Counted before the
+     * future completes, so that a caller woken by the answer (and its next call) sees the counts
+     * without the request it just got, as do the looks and announced batches that read them.
+     */
+    private void countSettled() {
         if (claimed) {
             owner.unclaim();
         }
         owner.settled();
+    }
+
+    /** Settled and completed: the deadline's timer goes, and the request's hold of its inputs. */
+    private void done() {
         Future<?> t = timer;
         if (t != null) {
             t.cancel(false);
