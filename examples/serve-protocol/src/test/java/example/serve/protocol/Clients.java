@@ -10,6 +10,7 @@ import static example.serve.protocol.V2Client.number;
 import static example.serve.protocol.V2Client.post;
 import static example.serve.protocol.V2Client.random;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.OutputStream;
 import java.net.Socket;
@@ -105,8 +106,10 @@ public final class Clients {
         } while (number(after, "in_flight") > 0 && System.nanoTime() < deadline);
         assertEquals(0, number(after, "in_flight"), after);
         after = settled(port);
-        assertEquals(number(before, "live_exports"), number(after, "live_exports"), before + "\n" + after);
-        assertEquals(number(before, "native_bytes"), number(after, "native_bytes"), before + "\n" + after);
+        // Nothing more than before: an earlier test's export that Python still held (a traceback the
+        // model's error left, freed when its Java exception is collected) may go meanwhile.
+        assertTrue(number(after, "live_exports") <= number(before, "live_exports"), before + "\n" + after);
+        assertTrue(number(after, "native_bytes") <= number(before, "native_bytes"), before + "\n" + after);
         assertClose(torch.reference("resnet18", x, 2, 3, 224, 224),
                 binaryOutput(post(port, "resnet18", resnet[0], resnet[1].length)), "after the disconnects");
     }
