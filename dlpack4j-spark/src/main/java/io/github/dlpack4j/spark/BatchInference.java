@@ -10,6 +10,7 @@ import java.util.Set;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
@@ -129,6 +130,68 @@ public final class BatchInference implements Serializable {
                 model, batchSize, metrics);
         JavaRDD<InternalRow> scored = selected.queryExecution().toRdd().toJavaRDD().mapPartitions(task);
         return session.internalCreateDataFrame(scored.rdd(), task.outputSchema(), false);
+    }
+
+    /**
+     * Runs the model over a Parquet dataset into a new one, reading and writing through Arrow's C++
+     * Parquet implementation inside the tasks (the Parquet route): one task per input file, whose
+     * record batches become the model's input tensors without a copy, and whose outputs are written
+     * from the model's memory. It refuses what {@link #transform} refuses, with the same messages,
+     * naming the file and the row's key. The output holds a file per input file that holds rows
+     * ({@code part-NNNNN-<job>.parquet}, the input file's rows in their order: the pass-through
+     * columns, then the outputs, none nullable), or one file without rows when there are none, and
+     * {@code _SUCCESS}. A task attempt writes under {@code output/_temporary}; the driver moves the
+     * files of the attempts that Spark took when the job has succeeded, so a retried, killed or
+     * speculative attempt leaves no partial or second file, and a failed job leaves no part file.
+     *
+     * <p>Both paths are local paths or {@code file:} URIs that the driver and every executor see
+     * alike (one machine, or a shared mount). Runs now: this is an action, not a transformation.
+     *
+     * @param spark   the application's session
+     * @param input   a Parquet file, or a directory of them (names starting with {@code _} or {@code .} left out)
+     * @param output  a directory that is absent or empty
+     * @param metrics where the tasks count rows, batches, process ids and times; null for none
+     * @return the rows written
+     * @throws IllegalArgumentException naming the column or the path, if a column is missing or of
+     *                                  another type than its use needs (in the first file; another
+     *                                  file's fails its task naming the file), the output is not
+     *                                  empty, a path is not local, or the input holds no file
+     * @throws org.apache.spark.SparkException when the job fails (a refused row, the model's error)
+     */
+    public long transformParquet(SparkSession spark, String input, String output, InferenceMetrics metrics) {
+        Objects.requireNonNull(spark, "spark");
+        Objects.requireNonNull(input, "input");
+        Objects.requireNonNull(output, "output");
+        List<String> files = ParquetJob.inputFiles(ParquetJob.localPath(input, "input"));
+        StructType schema = spark.read().parquet(files.getFirst()).schema();
+        List<TensorColumn> in = resolve(inputs, schema);
+        List<TensorColumn> through = resolve(passThrough, schema);
+        Set<TensorColumn> packed = new LinkedHashSet<>(in);
+        packed.addAll(through);
+        if (key != null) {
+            field(schema, key);
+        }
+        for (TensorColumn c : packed) {
+            ArrowColumns.valueType(c); // refuses booleans on the driver
+        }
+        List<TensorColumn> written = new ArrayList<>(through);
+        written.addAll(outputs);
+        return ParquetJob.run(spark, input, output, List.copyOf(packed), in, through, outputs, key, model, batchSize,
+                metrics, TensorsToRows.of(written).schema());
+    }
+
+    /**
+     * {@link #transformParquet(SparkSession, String, String, InferenceMetrics)} without metrics.
+     *
+     * @param spark  the application's session
+     * @param input  a Parquet file, or a directory of them
+     * @param output a directory that is absent or empty
+     * @return the rows written
+     * @throws IllegalArgumentException as the method with metrics
+     * @throws org.apache.spark.SparkException when the job fails
+     */
+    public long transformParquet(SparkSession spark, String input, String output) {
+        return transformParquet(spark, input, output, null);
     }
 
     private static List<TensorColumn> resolve(List<Request> requests, StructType schema) {

@@ -39,6 +39,8 @@ public final class InferenceMetrics implements Serializable {
     private final LongAccumulator packNanos;
     /** Nanoseconds of those unpackings. */
     private final LongAccumulator unpackNanos;
+    /** The CPU time of the tasks' JVMs while the tasks ran, every thread of the process counted. */
+    private final LongAccumulator processCpuNanos;
     /** The process id of each task's JVM. */
     private final CollectionAccumulator<Long> pids;
 
@@ -50,6 +52,7 @@ public final class InferenceMetrics implements Serializable {
         timedBatches = sc.longAccumulator("dlpack4j timed batches");
         packNanos = sc.longAccumulator("dlpack4j pack ns");
         unpackNanos = sc.longAccumulator("dlpack4j unpack ns");
+        processCpuNanos = sc.longAccumulator("dlpack4j process cpu ns");
         pids = sc.collectionAccumulator("dlpack4j executor pids");
     }
 
@@ -66,6 +69,11 @@ public final class InferenceMetrics implements Serializable {
     /** A task started in this JVM. */
     void taskStarted() {
         pids.add(ProcessHandle.current().pid());
+    }
+
+    /** A task ended: its JVM's CPU time, every thread counted, went up by {@code nanos} while it ran. */
+    void processCpu(long nanos) {
+        processCpuNanos.add(nanos);
     }
 
     /** A batch was scored; pack and unpack are -1 when they were not timed. */
@@ -89,6 +97,18 @@ public final class InferenceMetrics implements Serializable {
     /** {@return the batches scored} */
     public long batches() {
         return batches.value();
+    }
+
+    /**
+     * The CPU time of the tasks' JVMs while the tasks ran, summed over the tasks: every thread of
+     * the process counted (Spark's {@code executorCpuTime} counts the task's thread only, and Arrow's
+     * C++ reads, decodes and encodes on threads of its own). A JVM that runs several tasks at once
+     * counts its time once per task.
+     *
+     * @return seconds
+     */
+    public double processCpuSeconds() {
+        return processCpuNanos.value() / 1e9;
     }
 
     /** {@return the process ids of the JVMs that ran the tasks, ascending, each once} */

@@ -4,12 +4,9 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.NoSuchElementException;
 
-import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.Tensor;
 
 import org.apache.spark.TaskContext;
@@ -63,14 +60,21 @@ final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, Inte
 
     @Override
     public Iterator<InternalRow> call(Iterator<InternalRow> rows) {
-        io.github.dlpack4j.model.PythonModel runtime = ExecutorPython.model(model, outputs);
+        List<TensorColumn> in = Arrays.stream(inputs).mapToObj(packed::get).toList();
+        BatchScorer scorer = new BatchScorer(model, in, outputs);
         if (metrics != null) {
             metrics.taskStarted();
         }
-        Scoring scoring = new Scoring(rows, runtime);
+        Scoring scoring = new Scoring(rows, scorer);
         TaskContext task = TaskContext.get();
+        long cpu = ParquetTask.processCpuNanos();
         if (task != null) {
-            TaskCompletionListener done = t -> scoring.close(); // a failed or cut-short task too
+            TaskCompletionListener done = t -> {
+                scoring.close(); // a failed or cut-short task too
+                if (metrics != null) {
+                    metrics.processCpu(ParquetTask.processCpuNanos() - cpu);
+                }
+            };
             task.addTaskCompletionListener(done);
         }
         return scoring;
@@ -79,11 +83,7 @@ final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, Inte
     /** The output rows of one partition. */
     private final class Scoring implements Iterator<InternalRow> {
         private final Iterator<InternalRow> rows;
-        private final io.github.dlpack4j.model.PythonModel runtime;
-        /** The inputs' names in the runtime's calls, in the model's order, then the clock's. */
-        private final List<String> names;
-        /** Where the model's wrapper writes the nanoseconds of its call ({@link PythonHelpers}). */
-        private final Tensor clock = Tensor.zeros(DataType.INT64, 1);
+        private final BatchScorer scorer;
         private final RowsToTensors packer = RowsToTensors.of(rowsSchema, packed, key);
         private final TensorsToRows writer = TensorsToRows.of(written);
         private Iterator<InternalRow> current = Collections.emptyIterator();
@@ -91,24 +91,9 @@ final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, Inte
         private List<Tensor> results = List.of();
         private long batches;
 
-        Scoring(Iterator<InternalRow> rows, io.github.dlpack4j.model.PythonModel runtime) {
+        Scoring(Iterator<InternalRow> rows, BatchScorer scorer) {
             this.rows = rows;
-            this.runtime = runtime;
-            List<String> n = new ArrayList<>();
-            for (int i : inputs) {
-                n.add(unique(n, packed.get(i).name()));
-            }
-            n.add(unique(n, "clock"));
-            this.names = List.copyOf(n);
-        }
-
-        /** {@return {@code name}, or it with a suffix that {@code taken} lacks: an input column may be given twice} */
-        private static String unique(List<String> taken, String name) {
-            String n = name;
-            for (int k = 2; taken.contains(n); k++) {
-                n = name + "#" + k;
-            }
-            return n;
+            this.scorer = scorer;
         }
 
         @Override
@@ -121,7 +106,11 @@ final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, Inte
                 boolean timed = metrics != null && batches++ % InferenceMetrics.TIMED_EVERY == InferenceMetrics.TIMED_EVERY - 1;
                 batch = packer.next(rows, batchSize, timed);
                 long[] nanos = new long[2];
-                results = score(batch, nanos);
+                List<Tensor> in = new ArrayList<>();
+                for (int i : inputs) {
+                    in.add(batch.tensor(i));
+                }
+                results = scorer.score(in, batch.rows(), nanos);
                 List<Tensor> columns = new ArrayList<>();
                 for (int i : passThrough) {
                     columns.add(batch.tensor(i));
@@ -144,45 +133,6 @@ final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, Inte
             return current.next();
         }
 
-        /**
-         * Runs the model on a batch through the runtime; {@code nanos} gets the model's time (its
-         * Python call, which its wrapper writes into the clock) and the exchange's (the rest of the
-         * runtime's call: the hand-off to the runtime's thread, the inputs exported and the outputs
-         * imported, taking the GIL).
-         */
-        private List<Tensor> score(RowBatch b, long[] nanos) {
-            Map<String, Tensor> in = new LinkedHashMap<>();
-            for (int i = 0; i < inputs.length; i++) {
-                in.put(names.get(i), b.tensor(inputs[i]));
-            }
-            in.put(names.getLast(), clock);
-            clock.setLong(0, 0); // stays 0 where the wrapper finds neither torch nor NumPy to write it with
-            long start = System.nanoTime();
-            Map<String, Tensor> out = runtime.predict(in);
-            long total = System.nanoTime() - start;
-            List<Tensor> imported = new ArrayList<>(out.values());
-            try {
-                for (int j = 0; j < outputs.size(); j++) {
-                    check(outputs.get(j), imported.get(j), b.rows());
-                }
-            } catch (RuntimeException | Error e) {
-                imported.forEach(Tensor::close);
-                throw e;
-            }
-            nanos[0] = clock.getLong(0);
-            nanos[1] = total - nanos[0];
-            return imported;
-        }
-
-        private void check(TensorColumn output, Tensor t, int rows) {
-            if (!t.dtype().equals(output.dtype()) || !Arrays.equals(t.shape(), output.shape(rows))) {
-                throw new IllegalStateException("model " + model.name() + ": output " + output.name() + " is "
-                        + t.dtype() + " " + Arrays.toString(t.shape()) + " for a batch of " + rows
-                        + " rows; the column " + output.sparkType().simpleString() + " needs "
-                        + output.dtype() + " " + Arrays.toString(output.shape(rows)));
-            }
-        }
-
         /** Closes the batch and the model's outputs, once their rows were read. */
         void release() {
             current = Collections.emptyIterator();
@@ -194,10 +144,10 @@ final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, Inte
             }
         }
 
-        /** Releases what {@link #release()} does, and the clock: the task is over. */
+        /** Releases what {@link #release()} does, and the scorer's clock: the task is over. */
         void close() {
             release();
-            clock.close();
+            scorer.close();
         }
     }
 }

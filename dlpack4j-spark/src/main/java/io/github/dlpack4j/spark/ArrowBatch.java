@@ -1,0 +1,193 @@
+package io.github.dlpack4j.spark;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.arrow.ArrowTensors;
+import io.github.dlpack4j.arrow.NullPolicy;
+
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.ValueVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.complex.BaseRepeatedValueVector;
+import org.apache.arrow.vector.complex.FixedSizeListVector;
+import org.apache.arrow.vector.complex.LargeListVector;
+
+/**
+ * A record batch that Arrow's Parquet reader gave a task of the Parquet route, as the tensors of
+ * its columns, without copying: a scalar column's values are a {@code [rows]} tensor, a list
+ * column's values buffer a {@code [rows, length]} tensor. It refuses what the row route
+ * ({@link RowsToTensors}) refuses, with the same words and the same row: the first row with a null,
+ * an array of another length or a null in an array, naming the row by its key and its place in the
+ * file.
+ */
+final class ArrowBatch {
+    private ArrowBatch() {
+    }
+
+    /**
+     * The tensors of {@code columns} over {@code root}'s buffers. Each holds a reference to its
+     * Arrow buffer until it is closed.
+     *
+     * @param root     the batch
+     * @param columns  the tensor columns, in the order the row route checks them
+     * @param key      the key column, or null
+     * @param file     the file's name, for the messages
+     * @param firstRow the batch's first row's place in the file
+     * @return one owning tensor per column, in order; the caller closes them
+     * @throws IllegalArgumentException for the first refused row
+     */
+    static List<Tensor> tensors(VectorSchemaRoot root, List<TensorColumn> columns, String key, String file,
+                                long firstRow) {
+        int rows = root.getRowCount();
+        int badRow = rows;
+        int badColumn = -1;
+        for (int c = 0; c < columns.size(); c++) {
+            int r = firstRefused(root.getVector(columns.get(c).name()), columns.get(c), Math.min(badRow + 1, rows));
+            if (r < badRow) {
+                badRow = r;
+                badColumn = c;
+            }
+        }
+        if (badColumn >= 0) {
+            TensorColumn c = columns.get(badColumn);
+            throw refusal(root, c, badRow, problem(root.getVector(c.name()), c, badRow), key, file, firstRow);
+        }
+        List<Tensor> tensors = new ArrayList<>();
+        try {
+            for (TensorColumn c : columns) {
+                tensors.add(view(root.getVector(c.name()), c, rows));
+            }
+            return tensors;
+        } catch (RuntimeException | Error e) {
+            tensors.forEach(Tensor::close);
+            throw e;
+        }
+    }
+
+    /** {@return the first of rows {@code [0, limit)} that {@code c} refuses in {@code v}, or {@code limit}} */
+    private static int firstRefused(FieldVector v, TensorColumn c, int limit) {
+        if (!c.isArray()) {
+            return v.getNullCount() == 0 ? limit : firstNull(v, 0, limit);
+        }
+        int bad = v.getNullCount() == 0 ? limit : firstNull(v, 0, limit);
+        if (v instanceof FixedSizeListVector f) {
+            if (f.getListSize() != c.length()) {
+                return 0; // every row holds another number of values
+            }
+        } else {
+            for (int i = 0; i < bad; i++) {
+                if (length(v, i) != c.length()) {
+                    bad = i;
+                    break;
+                }
+            }
+        }
+        FieldVector values = ((FieldVector) child(v));
+        if (values.getNullCount() > 0 && bad > 0) {
+            long end = start(v, bad);
+            long at = firstNull(values, start(v, 0), end);
+            if (at < end) {
+                bad = Math.min(bad, rowOf(v, at, bad));
+            }
+        }
+        return bad;
+    }
+
+    private static String problem(FieldVector v, TensorColumn c, int row) {
+        if (v.isNull(row)) {
+            return "is null; a tensor column cannot hold nulls (filter or fill them first)";
+        }
+        if (!c.isArray()) {
+            throw new AssertionError("a scalar value refused but not null");
+        }
+        long n = length(v, row);
+        if (n != c.length()) {
+            return "holds " + n + " values; every row needs " + c.length() + ", as the column is a fixed-length array of "
+                    + c.length();
+        }
+        ValueVector values = child(v);
+        long from = start(v, row);
+        for (long i = from; i < from + n; i++) {
+            if (values.isNull((int) i)) {
+                return "holds a null at index " + (i - from) + "; a tensor column cannot hold nulls";
+            }
+        }
+        throw new AssertionError("row " + row + " refused, but nothing in it is");
+    }
+
+    private static IllegalArgumentException refusal(VectorSchemaRoot root, TensorColumn c, int row, String problem,
+                                                    String key, String file, long firstRow) {
+        String position = "row " + (firstRow + row) + " of file " + file;
+        String which = position;
+        if (key != null) {
+            FieldVector k = root.getVector(key);
+            which = "the row with " + key + "=" + (k.isNull(row) ? "null" : String.valueOf(k.getObject(row)))
+                    + " (" + position + ")";
+        }
+        return new IllegalArgumentException("column " + c.name() + " of " + which + " " + problem);
+    }
+
+    private static Tensor view(FieldVector v, TensorColumn c, int rows) {
+        if (!c.isArray() || v instanceof FixedSizeListVector) {
+            return ArrowTensors.of(v, 0, rows, NullPolicy.ACCEPT); // checked above
+        }
+        long from = start(v, 0);
+        try (Tensor values = ArrowTensors.of((FieldVector) child(v), from, (long) rows * c.length(), NullPolicy.ACCEPT)) {
+            return values.reshape(rows, c.length()).share();
+        }
+    }
+
+    private static int firstNull(ValueVector v, int from, int limit) {
+        for (int i = from; i < limit; i++) {
+            if (v.isNull(i)) {
+                return i;
+            }
+        }
+        return limit;
+    }
+
+    private static long firstNull(ValueVector v, long from, long end) {
+        for (long i = from; i < end; i++) {
+            if (v.isNull((int) i)) {
+                return i;
+            }
+        }
+        return end;
+    }
+
+    private static ValueVector child(FieldVector v) {
+        return v instanceof FixedSizeListVector f ? f.getDataVector()
+                : v instanceof LargeListVector l ? l.getDataVector() : ((BaseRepeatedValueVector) v).getDataVector();
+    }
+
+    /** {@return the index of row {@code row}'s first value in the list vector's values} */
+    private static long start(FieldVector v, int row) {
+        if (v instanceof FixedSizeListVector f) {
+            return (long) row * f.getListSize();
+        }
+        ArrowBuf offsets = v.getOffsetBuffer();
+        return v instanceof LargeListVector ? offsets.getLong(8L * row) : offsets.getInt(4L * row);
+    }
+
+    private static long length(FieldVector v, int row) {
+        return start(v, row + 1) - start(v, row);
+    }
+
+    /** {@return the row of rows {@code [0, rows)} whose values hold the value at {@code index}} */
+    private static int rowOf(FieldVector v, long index, int rows) {
+        int lo = 0;
+        int hi = rows - 1;
+        while (lo < hi) {
+            int mid = (lo + hi + 1) >>> 1;
+            if (start(v, mid) <= index) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        return lo;
+    }
+}

@@ -1,0 +1,267 @@
+package io.github.dlpack4j.spark;
+
+import java.io.IOException;
+import java.io.Serializable;
+import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Stream;
+
+import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.arrow.ArrowTensors;
+
+import org.apache.arrow.dataset.file.FileFormat;
+import org.apache.arrow.dataset.file.FileSystemDatasetFactory;
+import org.apache.arrow.dataset.jni.NativeMemoryPool;
+import org.apache.arrow.dataset.scanner.ScanOptions;
+import org.apache.arrow.dataset.jni.NativeDataset;
+import org.apache.arrow.dataset.jni.NativeScanner;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.spark.TaskContext;
+import org.apache.spark.api.java.function.FlatMapFunction;
+
+/**
+ * What one task of the Parquet route ({@link BatchInference#transformParquet}) runs: for each input
+ * file of its partition, Arrow's C++ reader scans the columns it needs batch by batch, each batch's
+ * columns become tensors without a copy ({@link ArrowBatch}), the executor's model runs on them
+ * ({@link BatchScorer}), and its outputs, as Arrow vectors over the model's memory, go to Arrow's
+ * C++ Parquet writer ({@link ParquetSink}), which writes one file into a directory of this task
+ * attempt's own under the job's temporary directory. The driver commits the files of the attempts
+ * that Spark took; the others are deleted with the temporary directory.
+ */
+final class ParquetTask implements FlatMapFunction<Iterator<String>, ParquetTask.Written> {
+    private static final long serialVersionUID = 1L;
+    /**
+     * The allocator of this JVM's Parquet tasks, never closed: a batch's input buffers stay
+     * allocated until the model's Python objects of them are gone, which the runtime may finish
+     * after the task (a producer's deleter called without the GIL is deferred), so no task can close
+     * an allocator of its own at its end without failing those releases.
+     */
+    private static volatile BufferAllocator root;
+
+    private final List<TensorColumn> packed;
+    private final int[] inputs;
+    private final int[] passThrough;
+    private final List<TensorColumn> outputs;
+    private final List<TensorColumn> written;
+    private final String key;
+    private final PythonModel model;
+    private final int batchSize;
+    private final InferenceMetrics metrics;
+    /** The job's temporary directory. */
+    private final String temporary;
+
+    ParquetTask(List<TensorColumn> packed, List<TensorColumn> inputs, List<TensorColumn> passThrough,
+                List<TensorColumn> outputs, String key, PythonModel model, int batchSize, InferenceMetrics metrics,
+                String temporary) {
+        this.packed = packed;
+        this.inputs = inputs.stream().mapToInt(packed::indexOf).toArray();
+        this.passThrough = passThrough.stream().mapToInt(packed::indexOf).toArray();
+        this.outputs = outputs;
+        List<TensorColumn> w = new ArrayList<>(passThrough);
+        w.addAll(outputs);
+        this.written = List.copyOf(w);
+        this.key = key;
+        this.model = model;
+        this.batchSize = batchSize;
+        this.metrics = metrics;
+        this.temporary = temporary;
+        ArrowColumns.outputSchema(written); // refuses what Arrow cannot hold, on the driver already
+    }
+
+    /**
+     * The files a task attempt wrote for one input file.
+     *
+     * @param partition the task's partition: the input file's place in the job's sorted list
+     * @param file      the input file
+     * @param written   the Parquet file written, or null when the input held no rows
+     * @param rows      the rows written
+     */
+    record Written(int partition, String file, String written, long rows) implements Serializable {
+    }
+
+    @Override
+    public Iterator<Written> call(Iterator<String> files) {
+        TaskContext task = TaskContext.get();
+        int partition = task == null ? 0 : task.partitionId();
+        long attempt = task == null ? System.nanoTime() : task.taskAttemptId();
+        long cpu = processCpuNanos();
+        if (metrics != null) {
+            metrics.taskStarted();
+        }
+        List<Written> done = new ArrayList<>();
+        try (BatchScorer scorer = new BatchScorer(model,
+                Arrays.stream(inputs).mapToObj(packed::get).toList(), outputs)) {
+            for (int k = 0; files.hasNext(); k++) {
+                Path dir = Path.of(temporary, "p" + partition + "-t" + attempt + "-f" + k);
+                done.add(score(files.next(), partition, dir, scorer, task));
+            }
+        }
+        if (metrics != null) {
+            metrics.processCpu(processCpuNanos() - cpu);
+        }
+        return done.iterator();
+    }
+
+    /** Scores one input file into a Parquet file in {@code dir}. */
+    private Written score(String file, int partition, Path dir, BatchScorer scorer, TaskContext task) {
+        String name = Path.of(file).getFileName().toString();
+        deleteRecursively(dir);
+        Set<String> read = new LinkedHashSet<>();
+        packed.forEach(c -> read.add(c.name()));
+        if (key != null) {
+            read.add(key);
+        }
+        BufferAllocator allocator = allocator();
+        ParquetSink sink = null;
+        long rowsInFile = 0;
+        String uri = Path.of(file).toUri().toString();
+        try (FileSystemDatasetFactory factory = new FileSystemDatasetFactory(allocator, NativeMemoryPool.getDefault(),
+                FileFormat.PARQUET, uri)) {
+            Schema schema = factory.inspect();
+            ArrowColumns.checkFile(name, schema, packed, key);
+            try (NativeDataset dataset = factory.finish();
+                 NativeScanner scanner = dataset.newScan(new ScanOptions(batchSize, Optional.of(read.toArray(String[]::new))));
+                 ArrowReader reader = scanner.scanBatches()) {
+                while (reader.loadNextBatch()) {
+                    if (task != null) {
+                        task.killTaskIfInterrupted();
+                    }
+                    VectorSchemaRoot batch = reader.getVectorSchemaRoot();
+                    int rows = batch.getRowCount();
+                    if (rows == 0) {
+                        continue;
+                    }
+                    if (sink == null) {
+                        Files.createDirectory(dir); // not its parent: a late attempt of an ended job fails here
+                        sink = new ParquetSink(allocator, ArrowColumns.outputSchema(written), dir.toUri().toString(),
+                                String.format("part-%05d-{i}.parquet", partition), "dlpack4j parquet writer " + name);
+                    }
+                    long start = System.nanoTime();
+                    List<Tensor> tensors = ArrowBatch.tensors(batch, packed, key, name, rowsInFile);
+                    long pack = System.nanoTime() - start;
+                    long[] nanos = new long[2];
+                    List<FieldVector> vectors = new ArrayList<>();
+                    long unpack;
+                    try {
+                        List<Tensor> in = new ArrayList<>();
+                        for (int i : inputs) {
+                            in.add(tensors.get(i));
+                        }
+                        List<Tensor> results = scorer.score(in, rows, nanos);
+                        start = System.nanoTime();
+                        try {
+                            for (int i = 0; i < passThrough.length; i++) {
+                                vectors.add(ArrowTensors.toVector(tensors.get(passThrough[i]), allocator,
+                                        written.get(i).name()));
+                            }
+                            for (int j = 0; j < results.size(); j++) {
+                                vectors.add(ArrowTensors.toVector(results.get(j), allocator, outputs.get(j).name()));
+                            }
+                        } finally {
+                            results.forEach(Tensor::close);
+                        }
+                        unpack = System.nanoTime() - start;
+                    } catch (RuntimeException | Error e) {
+                        vectors.forEach(FieldVector::close);
+                        throw e;
+                    } finally {
+                        tensors.forEach(Tensor::close);
+                    }
+                    sink.put(vectors, rows);
+                    rowsInFile += rows;
+                    if (metrics != null) {
+                        metrics.batch(rows, nanos[0], nanos[1], pack, unpack);
+                    }
+                }
+                if (sink != null) {
+                    sink.finish();
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            abandon(sink, dir);
+            if (task != null) {
+                task.killTaskIfInterrupted();
+            }
+            throw new IllegalStateException("interrupted while scoring " + file, e);
+        } catch (IOException e) {
+            abandon(sink, dir);
+            throw new UncheckedIOException("file " + name + ": " + e.getMessage(), e);
+        } catch (RuntimeException | Error e) {
+            abandon(sink, dir);
+            throw e;
+        }
+        return new Written(partition, file, sink == null ? null : onlyFile(dir), rowsInFile);
+    }
+
+    private static void abandon(ParquetSink sink, Path dir) {
+        if (sink != null) {
+            sink.abandon();
+        }
+        deleteRecursively(dir);
+    }
+
+    private static String onlyFile(Path dir) {
+        try (Stream<Path> files = Files.list(dir)) {
+            List<Path> all = files.toList();
+            if (all.size() != 1) {
+                throw new IllegalStateException("Arrow's writer left " + all.size() + " files in " + dir + ", not one");
+            }
+            return all.getFirst().toString();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    static void deleteRecursively(Path dir) {
+        if (!Files.exists(dir)) {
+            return;
+        }
+        try (Stream<Path> all = Files.walk(dir)) {
+            for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot delete " + dir, e);
+        }
+    }
+
+    /** {@return the bytes this JVM's Parquet tasks hold now: 0 once every task and its model's objects let go} */
+    static long allocatedBytes() {
+        BufferAllocator a = root;
+        return a == null ? 0 : a.getAllocatedMemory();
+    }
+
+    private static BufferAllocator allocator() {
+        BufferAllocator a = root;
+        if (a == null) {
+            synchronized (ParquetTask.class) {
+                if (root == null) {
+                    root = new RootAllocator();
+                }
+                a = root;
+            }
+        }
+        return a;
+    }
+
+    static long processCpuNanos() {
+        return ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
+                ? os.getProcessCpuTime() : 0;
+    }
+}
