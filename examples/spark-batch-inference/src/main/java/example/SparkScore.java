@@ -4,13 +4,16 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
@@ -32,14 +35,17 @@ import org.apache.spark.sql.types.DataTypes;
  * {@code scores} array&lt;float&gt; of 16), and prints one summary line.
  *
  * <pre>
- * SparkScore --master local[N]|spark://HOST:PORT [--executors N] --input DIR --output DIR
+ * SparkScore --master local[N]|spark://HOST:PORT [--executors N] --input DIR --output DIR [--route arrow|rows]
  *            [--weights FILE] [--batch N] [--repeat N] [--python EXE] [--no-model] [--conf KEY=VALUE]...
  * SparkScore --jvm-options      the JVM options this driver needs, one per line
  * </pre>
  *
  * ({@code scripts/spark-score --master cluster} starts the standalone Master and Worker that a
- * {@code spark://} master names.) {@code --no-model} runs the job without the model, its scores the
- * first 16 features: what Spark's reading and writing cost alone ({@code scripts/bench-spark}).
+ * {@code spark://} master names.) {@code --route arrow} (the default) reads and writes the Parquet
+ * with Arrow's C++ inside the tasks ({@link BatchInference#transformParquet}); {@code --route rows}
+ * with Spark's own reader and writer, the model in between ({@link BatchInference#transform}).
+ * {@code --no-model} runs the job without the model, its scores the first 16 features: what Spark's
+ * reading and writing cost alone ({@code scripts/bench-spark}).
  */
 public final class SparkScore {
     private SparkScore() {
@@ -57,6 +63,11 @@ public final class SparkScore {
         int executors = Integer.parseInt(a.getOrDefault("--executors", "2"));
         int batch = Integer.parseInt(a.getOrDefault("--batch", "1024"));
         int repeat = Integer.parseInt(a.getOrDefault("--repeat", "1"));
+        String route = a.getOrDefault("--route", "arrow");
+        if (!route.equals("arrow") && !route.equals("rows")) {
+            throw new IllegalArgumentException("--route is arrow or rows, not " + route);
+        }
+        boolean arrow = route.equals("arrow") && !a.containsKey("--no-model");
         String python = a.getOrDefault("--python", System.getenv("DLPACK4J_PYTHON"));
         if (python == null) {
             throw new IllegalArgumentException("name the executors' Python: --python EXE or DLPACK4J_PYTHON");
@@ -122,13 +133,18 @@ public final class SparkScore {
                 metrics = InferenceMetrics.register(spark.sparkContext());
                 cpu.reset();
                 long start = System.nanoTime();
-                Dataset<Row> in = spark.read().parquet(input);
-                Dataset<Row> scored = a.containsKey("--no-model")
-                        ? in.select(functions.col("id"), functions.slice(functions.col("features"), 1, 16).as("scores"))
-                        : scoring.transform(in, metrics);
-                // Scores are floats that do not repeat: a dictionary page would only be built and thrown
-                // away (Parquet's writer spent more time on that than on anything else of the job).
-                scored.write().mode("overwrite").option("parquet.enable.dictionary", "false").parquet(output);
+                if (arrow) {
+                    deleteRecursively(Path.of(output)); // as the row route's mode("overwrite")
+                    scoring.transformParquet(spark, input, output, metrics);
+                } else {
+                    Dataset<Row> in = spark.read().parquet(input);
+                    Dataset<Row> scored = a.containsKey("--no-model")
+                            ? in.select(functions.col("id"), functions.slice(functions.col("features"), 1, 16).as("scores"))
+                            : scoring.transform(in, metrics);
+                    // Scores are floats that do not repeat: a dictionary page would only be built and
+                    // thrown away (Parquet's writer spent more time on that than on anything else of the job).
+                    scored.write().mode("overwrite").option("parquet.enable.dictionary", "false").parquet(output);
+                }
                 job = (System.nanoTime() - start) / 1e9;
                 try {
                     spark.sparkContext().listenerBus().waitUntilEmpty(); // the job's last task-end events
@@ -141,14 +157,25 @@ public final class SparkScore {
             long rows = spark.read().parquet(output).count();
             double total = (System.currentTimeMillis() - ManagementFactory.getRuntimeMXBean().getStartTime()) / 1e3;
             System.out.println(String.format(Locale.ROOT,
-                    "spark-score: %d rows in %.1f s (the scoring job %.2f s, %.0f rows/s, task CPU %.2f s%s), master %s, "
-                            + "executors pid %s (driver pid %d); %s",
-                    rows, total, job, rows / job, cpuOfLastJob / 1e9,
-                    repeat > 1 ? "; jobs " + String.join(" ", jobs) + " s" : "", master,
+                    "spark-score: %d rows in %.1f s (the scoring job %.2f s, %.0f rows/s, task CPU %.2f s, executors' "
+                            + "process CPU %.2f s%s), route %s, master %s, executors pid %s (driver pid %d); %s",
+                    rows, total, job, rows / job, cpuOfLastJob / 1e9, metrics.processCpuSeconds(),
+                    repeat > 1 ? "; jobs " + String.join(" ", jobs) + " s" : "", a.containsKey("--no-model") ? "rows" : route,
+                    master,
                     metrics.executorPids().stream().map(String::valueOf).collect(Collectors.joining(", ")),
                     ProcessHandle.current().pid(), a.containsKey("--no-model") ? "no model" : metrics));
         } finally {
             spark.stop();
+        }
+    }
+
+    private static void deleteRecursively(Path dir) throws IOException {
+        if (Files.exists(dir)) {
+            try (Stream<Path> all = Files.walk(dir)) {
+                for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
+                    Files.delete(p);
+                }
+            }
         }
     }
 

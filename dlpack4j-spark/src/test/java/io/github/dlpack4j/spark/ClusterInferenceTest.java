@@ -254,6 +254,160 @@ class ClusterInferenceTest {
         }
     }
 
+    @Test
+    @Order(5)
+    void the_parquet_route_scores_equal_torch_and_the_row_route_bit_for_bit_in_the_executor_jvms(@TempDir Path dir) {
+        Python py = ExecutorPython.get();
+        String input = dir.resolve("in").toString();
+        String weights = dir.resolve("mlp.pt").toString();
+        py.exec(String.format("""
+                import numpy as np, pyarrow as pa, pyarrow.parquet as pq, torch, os
+                os.makedirs(%1$s)
+                rng = np.random.default_rng(8)
+                for part in range(4):
+                    x = rng.standard_normal((1200, 256), dtype=np.float32)
+                    ids = pa.array(np.arange(part * 1200, (part + 1) * 1200, dtype=np.int64))
+                    features = pa.ListArray.from_arrays(pa.array(np.arange(0, x.size + 1, 256, dtype=np.int32)),
+                                                        pa.array(x.reshape(-1)))
+                    pq.write_table(pa.table({"id": ids, "features": features}), f"{%1$s}/part-{part}.parquet",
+                                   row_group_size=700)
+                torch.manual_seed(0)
+                mlp = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 16))
+                torch.save(mlp.state_dict(), %2$s)
+                torch.set_num_threads(1)
+
+                def batches_of(input, batch):
+                    out = []
+                    for part in range(4):
+                        f = pq.ParquetFile(f"{input}/part-{part}.parquet")
+                        for g in range(f.num_row_groups):  # the Parquet route's batches never span row groups
+                            x = f.read_row_group(g).column("features").combine_chunks().values.to_numpy()
+                            x = x.reshape(-1, 256)
+                            for start in range(0, len(x), batch):
+                                with torch.inference_mode():
+                                    out.append(mlp(torch.from_numpy(x[start:start + batch].copy())).numpy())
+                    return np.concatenate(out)
+
+                def same_bits(a, b):
+                    t = pq.read_table(a).sort_by("id")
+                    got = t.column("scores").combine_chunks().values.to_numpy().reshape(-1, 16)
+                    other = b if not isinstance(b, str) else \
+                        pq.read_table(b).sort_by("id").column("scores").combine_chunks().values.to_numpy().reshape(-1, 16)
+                    return t.column("id").to_pylist() == list(range(4800)) and \
+                        bool(np.array_equal(got.view(np.int32), other.view(np.int32)))
+                """, pyString(input), pyString(weights)));
+        InferenceMetrics metrics = InferenceMetrics.register(spark.sparkContext());
+        BatchInference mlp = BatchInference.builder().input("features", 256).passThrough("id").batchSize(512)
+                .model(PythonModel.fromSource("mlp", MLP, "load", weights, 1))
+                .output("scores", DataTypes.FloatType, 16).build();
+
+        assertThat(mlp.transformParquet(spark, input, dir.resolve("arrow").toString(), metrics)).isEqualTo(4800);
+        spark.conf().set("spark.sql.files.maxPartitionBytes", "64k"); // the row route: batches within row groups too
+        try {
+            mlp.transform(spark.read().parquet(input)).write().parquet(dir.resolve("rows").toString());
+        } finally {
+            spark.conf().unset("spark.sql.files.maxPartitionBytes");
+        }
+
+        assertThat(metrics.executorPids()).hasSize(2).doesNotContain(ProcessHandle.current().pid());
+        try (PyObject sameBits = py.getGlobal("same_bits");
+             PyObject batches = py.getGlobal("batches_of");
+             PyObject want = batches.call(input, 512);
+             PyObject asTorch = sameBits.call(dir.resolve("arrow").toString(), want);
+             PyObject asRows = sameBits.call(dir.resolve("arrow").toString(), dir.resolve("rows").toString())) {
+            assertThat(asTorch.toJava()).as("equal to torch on the same batches, bit for bit").isEqualTo(true);
+            assertThat(asRows.toJava()).as("equal to the row route's output, bit for bit").isEqualTo(true);
+        }
+    }
+
+    @Test
+    @Order(6)
+    void a_killed_executor_on_the_parquet_route_leaves_every_row_once_and_no_partial_file(@TempDir Path dir)
+            throws Exception {
+        String slow = """
+                import time, torch
+
+                def load():
+                    def score(x):
+                        time.sleep(0.1)
+                        return torch.from_dlpack(x) * 3
+                    return score
+                """;
+        Python py = ExecutorPython.get();
+        String input = dir.resolve("in").toString();
+        py.exec(String.format("""
+                import numpy as np, pyarrow as pa, pyarrow.parquet as pq, os
+                os.makedirs(%1$s)
+                for part in range(10):
+                    ids = np.arange(part * 200, part * 200 + 200, dtype=np.int64)
+                    x = np.stack([ids / 8, -ids, np.full(200, 0.5), np.ones(200)], axis=1).astype(np.float32)
+                    features = pa.ListArray.from_arrays(pa.array(np.arange(0, 801, 4, dtype=np.int32)),
+                                                        pa.array(x.reshape(-1)))
+                    pq.write_table(pa.table({"id": pa.array(ids), "x": features}), f"{%1$s}/part-{part:02d}.parquet")
+                """, pyString(input)));
+        AtomicInteger succeeded = new AtomicInteger();
+        AtomicInteger failed = new AtomicInteger();
+        AtomicInteger removed = new AtomicInteger();
+        Map<String, AtomicInteger> running = new ConcurrentHashMap<>();
+        SparkListener listener = new SparkListener() {
+            @Override
+            public void onTaskStart(SparkListenerTaskStart start) {
+                running.computeIfAbsent(start.taskInfo().executorId(), e -> new AtomicInteger()).incrementAndGet();
+            }
+
+            @Override
+            public void onTaskEnd(SparkListenerTaskEnd end) {
+                running.get(end.taskInfo().executorId()).decrementAndGet();
+                (end.taskInfo().successful() ? succeeded : failed).incrementAndGet();
+            }
+
+            @Override
+            public void onExecutorRemoved(SparkListenerExecutorRemoved event) {
+                removed.incrementAndGet();
+            }
+        };
+        spark.sparkContext().addSparkListener(listener);
+        Path output = dir.resolve("out");
+        BatchInference inference = BatchInference.builder().input("x", 4).passThrough("id").batchSize(50)
+                .model(PythonModel.fromSource("slow", slow, "load")).output("y", DataTypes.FloatType, 4).build();
+        CompletableFuture<Long> job = CompletableFuture.supplyAsync(
+                () -> inference.transformParquet(spark, input, output.toString()));
+
+        String busy = null;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while ((busy == null || succeeded.get() < 2) && !job.isDone() && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+            busy = running.entrySet().stream().filter(e -> e.getValue().get() > 0).map(Map.Entry::getKey)
+                    .findFirst().orElse(null);
+        }
+        assertThat(job).as("the job still runs when an executor is killed").isNotDone();
+        String executorId = busy;
+        ProcessHandle victim = executorProcesses().stream()
+                .filter(p -> p.info().commandLine().orElse("").contains("--executor-id " + executorId + " "))
+                .findFirst().orElseThrow();
+        assertThat(victim.destroyForcibly()).isTrue(); // SIGKILL, in the middle of one of its tasks
+        try {
+            assertThat(job.get(120, TimeUnit.SECONDS)).isEqualTo(2000);
+        } finally {
+            spark.sparkContext().removeSparkListener(listener);
+        }
+
+        assertThat(removed.get()).as("executors lost").isEqualTo(1);
+        assertThat(failed.get()).as("tasks lost with it").isPositive();
+        try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(output)) {
+            assertThat(files.map(p -> p.getFileName().toString()).toList())
+                    .as("the part files and _SUCCESS only: no attempt's partial file, no _temporary")
+                    .hasSize(11).contains("_SUCCESS").allMatch(f -> f.equals("_SUCCESS") || f.startsWith("part-"));
+        }
+        List<Row> out = spark.read().parquet(output.toString()).orderBy("id").collectAsList();
+        assertThat(out).hasSize(2000);
+        for (int i = 0; i < out.size(); i++) {
+            long id = out.get(i).getLong(0);
+            assertThat(id).as("every id once").isEqualTo(i);
+            assertThat(out.get(i).getList(1)).containsExactly(id / 8f * 3, -id * 3f, 1.5f, 3f);
+        }
+    }
+
     /** {@return the executor JVMs the Workers started: this JVM's children running Spark's executor backend} */
     private static List<ProcessHandle> executorProcesses() {
         return ProcessHandle.current().children()

@@ -57,6 +57,17 @@ final class Sparks {
                 .set("spark.driver.bindAddress", "127.0.0.1")
                 .set("spark.sql.shuffle.partitions", "2")
                 .set("spark.sql.adaptive.enabled", "false");
+        if (wanted.startsWith("local-cluster")) {
+            // The executors unpack Arrow's dataset library (76 MB) into their temporary directory, and
+            // one killed by a test leaves it there: target/, not /tmp.
+            Path tmp = Path.of(System.getenv("SPARK_HOME")).resolveSibling("executor-tmp");
+            try {
+                Files.createDirectories(tmp);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+            conf.set("spark.executor.extraJavaOptions", "-Djava.io.tmpdir=" + tmp);
+        }
         ExecutorPython.configure(conf, python());
         if (wanted.startsWith("local-cluster")) {
             List<String> directories = sparkHome();
