@@ -99,6 +99,7 @@ public final class SparkScore {
             }
         }
         SparkSession spark = SparkSession.builder().config(conf).getOrCreate();
+        double session = (System.currentTimeMillis() - ManagementFactory.getRuntimeMXBean().getStartTime()) / 1e3;
         try {
             // Absolute: the executors resolve it, in working directories of their own.
             String weights = a.containsKey("--weights") ? Path.of(a.get("--weights")).toAbsolutePath().toString()
@@ -129,6 +130,7 @@ public final class SparkScore {
                     }
                 }
             });
+            String firstJob = "";
             for (int run = 0; run < repeat; run++) {
                 metrics = InferenceMetrics.register(spark.sparkContext());
                 cpu.reset();
@@ -153,17 +155,21 @@ public final class SparkScore {
                 }
                 cpuOfLastJob = cpu.sum();
                 jobs.add(String.format(Locale.ROOT, "%.2f", job));
+                if (run == 0) {
+                    firstJob = String.format(Locale.ROOT, "the first job %.2f s, %s", job, metrics.startup());
+                }
             }
             long rows = spark.read().parquet(output).count();
             double total = (System.currentTimeMillis() - ManagementFactory.getRuntimeMXBean().getStartTime()) / 1e3;
             System.out.println(String.format(Locale.ROOT,
                     "spark-score: %d rows in %.1f s (the scoring job %.2f s, %.0f rows/s, task CPU %.2f s, executors' "
-                            + "process CPU %.2f s%s), route %s, master %s, executors pid %s (driver pid %d); %s",
+                            + "process CPU %.2f s%s), route %s, master %s, executors pid %s (driver pid %d); start-up: the "
+                            + "session %.1f s after the driver JVM's start, %s; %s",
                     rows, total, job, rows / job, cpuOfLastJob / 1e9, metrics.processCpuSeconds(),
                     repeat > 1 ? "; jobs " + String.join(" ", jobs) + " s" : "", a.containsKey("--no-model") ? "rows" : route,
                     master,
                     metrics.executorPids().stream().map(String::valueOf).collect(Collectors.joining(", ")),
-                    ProcessHandle.current().pid(), a.containsKey("--no-model") ? "no model" : metrics));
+                    ProcessHandle.current().pid(), session, firstJob, a.containsKey("--no-model") ? "no model" : metrics));
         } finally {
             spark.stop();
         }

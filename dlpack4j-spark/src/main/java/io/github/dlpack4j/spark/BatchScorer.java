@@ -28,11 +28,16 @@ final class BatchScorer implements AutoCloseable {
      * @param model   the model, as the job names it
      * @param inputs  the model's input columns, in order
      * @param outputs the model's output columns, in order
+     * @param metrics where this JVM's start-up is counted, by its first task; null for none
      */
-    BatchScorer(PythonModel model, List<TensorColumn> inputs, List<TensorColumn> outputs) {
+    BatchScorer(PythonModel model, List<TensorColumn> inputs, List<TensorColumn> outputs, InferenceMetrics metrics) {
         this.model = model;
         this.outputs = outputs;
         this.runtime = ExecutorPython.model(model, outputs);
+        long[] startup = ExecutorPython.takeStartup();
+        if (metrics != null && startup != null) {
+            metrics.startup(startup);
+        }
         List<String> n = new ArrayList<>();
         for (TensorColumn c : inputs) {
             n.add(unique(n, c.name()));

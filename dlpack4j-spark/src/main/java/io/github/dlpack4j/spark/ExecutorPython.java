@@ -47,6 +47,9 @@ public final class ExecutorPython {
     private static volatile Python python;
     private static final ConcurrentHashMap<String, CompletableFuture<io.github.dlpack4j.model.PythonModel>> MODELS =
             new ConcurrentHashMap<>();
+    /** Nanoseconds this JVM spent starting its Python, and building its models; reported once. */
+    private static final long[] startupNanos = new long[2];
+    private static boolean startupReported;
 
     private ExecutorPython() {
     }
@@ -69,7 +72,9 @@ public final class ExecutorPython {
                 if (System.getProperty(PYTHON_PROPERTY) == null && configured != null) {
                     System.setProperty(PYTHON_PROPERTY, configured); // what Python.start() reads first
                 }
+                long start = System.nanoTime();
                 python = Python.start();
+                startupNanos[0] = System.nanoTime() - start;
             }
             return python;
         }
@@ -109,7 +114,12 @@ public final class ExecutorPython {
             loaded = MODELS.putIfAbsent(key.toString(), mine);
             if (loaded == null) {
                 try {
+                    get();
+                    long start = System.nanoTime();
                     mine.complete(build(model, outputs));
+                    synchronized (START) {
+                        startupNanos[1] += System.nanoTime() - start;
+                    }
                 } catch (RuntimeException | Error e) {
                     MODELS.remove(key.toString(), mine);
                     mine.completeExceptionally(e);
@@ -125,6 +135,22 @@ public final class ExecutorPython {
                 throw r;
             }
             throw e;
+        }
+    }
+
+    /**
+     * What this JVM's start-up of Python and of its models took, the first time it is asked (by
+     * the task that needed them), so that a job's metrics count each executor's once.
+     *
+     * @return {python, models} in nanoseconds, or null once reported
+     */
+    static long[] takeStartup() {
+        synchronized (START) {
+            if (startupReported || python == null) {
+                return null;
+            }
+            startupReported = true;
+            return startupNanos.clone();
         }
     }
 

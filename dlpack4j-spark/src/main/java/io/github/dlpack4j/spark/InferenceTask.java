@@ -61,7 +61,7 @@ final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, Inte
     @Override
     public Iterator<InternalRow> call(Iterator<InternalRow> rows) {
         List<TensorColumn> in = Arrays.stream(inputs).mapToObj(packed::get).toList();
-        BatchScorer scorer = new BatchScorer(model, in, outputs);
+        BatchScorer scorer = new BatchScorer(model, in, outputs, metrics);
         if (metrics != null) {
             metrics.taskStarted();
         }

@@ -23,6 +23,7 @@ import org.apache.arrow.dataset.file.FileFormat;
 import org.apache.arrow.dataset.file.FileSystemDatasetFactory;
 import org.apache.arrow.dataset.jni.NativeMemoryPool;
 import org.apache.arrow.dataset.scanner.ScanOptions;
+import org.apache.arrow.dataset.jni.JniLoader;
 import org.apache.arrow.dataset.jni.NativeDataset;
 import org.apache.arrow.dataset.jni.NativeScanner;
 import org.apache.arrow.memory.BufferAllocator;
@@ -52,6 +53,10 @@ final class ParquetTask implements FlatMapFunction<Iterator<String>, ParquetTask
      * an allocator of its own at its end without failing those releases.
      */
     private static volatile BufferAllocator root;
+    /** Loads Arrow's dataset library (unpacked from its jar: 76 MB) while the first task starts Python. */
+    private static Thread arrowLoader;
+    /** Nanoseconds the load took; -1 until it is done, -2 once reported. */
+    private static long arrowLoadNanos = -1;
 
     private final List<TensorColumn> packed;
     private final int[] inputs;
@@ -103,15 +108,20 @@ final class ParquetTask implements FlatMapFunction<Iterator<String>, ParquetTask
         if (metrics != null) {
             metrics.taskStarted();
         }
+        startArrowLoad();
         List<Written> done = new ArrayList<>();
         try (BatchScorer scorer = new BatchScorer(model,
-                Arrays.stream(inputs).mapToObj(packed::get).toList(), outputs)) {
+                Arrays.stream(inputs).mapToObj(packed::get).toList(), outputs, metrics)) {
             for (int k = 0; files.hasNext(); k++) {
                 Path dir = Path.of(temporary, "p" + partition + "-t" + attempt + "-f" + k);
                 done.add(score(files.next(), partition, dir, scorer, task));
             }
         }
         if (metrics != null) {
+            long load = takeArrowLoad();
+            if (load >= 0) {
+                metrics.arrowLoad(load);
+            }
             metrics.processCpu(processCpuNanos() - cpu);
         }
         return done.iterator();
@@ -131,7 +141,7 @@ final class ParquetTask implements FlatMapFunction<Iterator<String>, ParquetTask
         long rowsInFile = 0;
         String uri = Path.of(file).toUri().toString();
         try (FileSystemDatasetFactory factory = new FileSystemDatasetFactory(allocator, NativeMemoryPool.getDefault(),
-                FileFormat.PARQUET, uri)) {
+                FileFormat.PARQUET, uri)) { // waits for the library, if it is still loading
             Schema schema = factory.inspect();
             ArrowColumns.checkFile(name, schema, packed, key);
             try (NativeDataset dataset = factory.finish();
@@ -207,6 +217,33 @@ final class ParquetTask implements FlatMapFunction<Iterator<String>, ParquetTask
             throw e;
         }
         return new Written(partition, file, sink == null ? null : onlyFile(dir), rowsInFile);
+    }
+
+    /** Starts loading Arrow's dataset library on a thread of its own, once per JVM. */
+    private static synchronized void startArrowLoad() {
+        if (arrowLoader == null) {
+            arrowLoader = Thread.ofPlatform().name("dlpack4j arrow library").daemon().start(() -> {
+                long start = System.nanoTime();
+                try {
+                    JniLoader.get().ensureLoaded();
+                } catch (RuntimeException | Error e) {
+                    // the first dataset factory loads it again, and throws what stops it
+                }
+                synchronized (ParquetTask.class) {
+                    arrowLoadNanos = System.nanoTime() - start;
+                }
+            });
+        }
+    }
+
+    /** {@return the nanoseconds the library took to load, the first time they are asked for once it is loaded; else -1} */
+    private static synchronized long takeArrowLoad() {
+        long n = arrowLoadNanos;
+        if (n < 0) {
+            return -1;
+        }
+        arrowLoadNanos = -2;
+        return n;
     }
 
     private static void abandon(ParquetSink sink, Path dir) {
