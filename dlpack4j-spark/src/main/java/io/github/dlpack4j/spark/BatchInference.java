@@ -163,7 +163,10 @@ public final class BatchInference implements Serializable {
         Objects.requireNonNull(input, "input");
         Objects.requireNonNull(output, "output");
         List<String> files = ParquetJob.inputFiles(ParquetJob.localPath(input, "input"));
-        StructType schema = spark.read().parquet(files.getFirst()).schema();
+        Set<String> needed = new LinkedHashSet<>();
+        inputs.forEach(r -> needed.add(r.name()));
+        passThrough.forEach(r -> needed.add(r.name()));
+        StructType schema = ArrowColumns.sparkSchema(files.getFirst(), needed);
         List<TensorColumn> in = resolve(inputs, schema);
         List<TensorColumn> through = resolve(passThrough, schema);
         Set<TensorColumn> packed = new LinkedHashSet<>(in);

@@ -284,7 +284,7 @@ final class ParquetTask implements FlatMapFunction<Iterator<String>, ParquetTask
         return a == null ? 0 : a.getAllocatedMemory();
     }
 
-    private static BufferAllocator allocator() {
+    static BufferAllocator allocator() {
         BufferAllocator a = root;
         if (a == null) {
             synchronized (ParquetTask.class) {
