@@ -146,6 +146,8 @@ public final class BatchInference implements Serializable {
      *
      * <p>Both paths are local paths or {@code file:} URIs that the driver and every executor see
      * alike (one machine, or a shared mount). Runs now: this is an action, not a transformation.
+     * When the job fails (a refused row, the model's error), it throws Spark's
+     * {@code SparkException}, undeclared as Scala throws it, whose message says why.
      *
      * @param spark   the application's session
      * @param input   a Parquet file, or a directory of them (names starting with {@code _} or {@code .} left out)
@@ -156,7 +158,6 @@ public final class BatchInference implements Serializable {
      *                                  another type than its use needs (in the first file; another
      *                                  file's fails its task naming the file), the output is not
      *                                  empty, a path is not local, or the input holds no file
-     * @throws org.apache.spark.SparkException when the job fails (a refused row, the model's error)
      */
     public long transformParquet(SparkSession spark, String input, String output, InferenceMetrics metrics) {
         Objects.requireNonNull(spark, "spark");
@@ -191,7 +192,6 @@ public final class BatchInference implements Serializable {
      * @param output a directory that is absent or empty
      * @return the rows written
      * @throws IllegalArgumentException as the method with metrics
-     * @throws org.apache.spark.SparkException when the job fails
      */
     public long transformParquet(SparkSession spark, String input, String output) {
         return transformParquet(spark, input, output, null);

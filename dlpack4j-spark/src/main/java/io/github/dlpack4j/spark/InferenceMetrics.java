@@ -43,9 +43,11 @@ public final class InferenceMetrics implements Serializable {
     private final LongAccumulator processCpuNanos;
     /** Executor JVMs that started their Python in these tasks. */
     private final LongAccumulator startups;
-    /** Nanoseconds those JVMs took to start Python, to build their models, and to load Arrow's dataset library. */
+    /** Nanoseconds those JVMs took to start Python. */
     private final LongAccumulator pythonStartNanos;
+    /** Nanoseconds those JVMs took to build their models. */
     private final LongAccumulator modelLoadNanos;
+    /** Nanoseconds the JVMs of these tasks took to load Arrow's dataset library. */
     private final LongAccumulator arrowLoadNanos;
     /** The process id of each task's JVM. */
     private final CollectionAccumulator<Long> pids;
