@@ -81,6 +81,9 @@ public final class SparkScore {
                 // little when one is lost.
                 .set("spark.sql.files.maxPartitionBytes", "16m");
         ExecutorPython.configure(conf, python);
+        // Each executor starts Python, imports torch and loads Arrow's library as it starts, while it
+        // registers, instead of in its first task.
+        ExecutorPython.warmUp(conf, "torch");
         if (master.startsWith("spark://")) {
             conf.set("spark.executor.cores", "1")
                     .set("spark.cores.max", String.valueOf(executors))

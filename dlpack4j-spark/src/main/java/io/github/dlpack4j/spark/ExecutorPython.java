@@ -211,6 +211,27 @@ public final class ExecutorPython {
     }
 
     /**
+     * Has each executor start its Python, import {@code modules} and load Arrow's dataset library
+     * as it starts, before its first task ({@link ExecutorWarmup}): adds the plugin to
+     * {@code spark.plugins} (kept with the plugins already there) and sets
+     * {@value ExecutorWarmup#MODULES}. Idempotent.
+     *
+     * @param conf    the application's configuration, changed in place
+     * @param modules the Python modules the models import (e.g. {@code torch}); none for only Python and Arrow
+     * @return {@code conf}
+     */
+    public static SparkConf warmUp(SparkConf conf, String... modules) {
+        Objects.requireNonNull(conf, "conf");
+        String plugin = ExecutorWarmup.class.getName();
+        String plugins = conf.get("spark.plugins", "").strip();
+        if (!Arrays.asList(plugins.split("\\s*,\\s*")).contains(plugin)) {
+            conf.set("spark.plugins", plugins.isEmpty() ? plugin : plugins + "," + plugin);
+        }
+        conf.set(ExecutorWarmup.MODULES, String.join(",", modules));
+        return conf;
+    }
+
+    /**
      * The JVM options a driver started by hand (without {@code spark-submit}) needs on its command
      * line: Spark's own for Java 17 and later ({@link JavaModuleOptions#defaultModuleOptionArray()},
      * which {@code spark-submit} adds), and {@link #NATIVE_ACCESS}.

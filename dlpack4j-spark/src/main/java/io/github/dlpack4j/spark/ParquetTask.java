@@ -220,7 +220,7 @@ final class ParquetTask implements FlatMapFunction<Iterator<String>, ParquetTask
     }
 
     /** Starts loading Arrow's dataset library on a thread of its own, once per JVM. */
-    private static synchronized void startArrowLoad() {
+    static synchronized void startArrowLoad() {
         if (arrowLoader == null) {
             arrowLoader = Thread.ofPlatform().name("dlpack4j arrow library").daemon().start(() -> {
                 long start = System.nanoTime();

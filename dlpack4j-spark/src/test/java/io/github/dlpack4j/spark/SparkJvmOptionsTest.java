@@ -35,4 +35,14 @@ class SparkJvmOptionsTest {
         assertThat(scala.jdk.javaapi.CollectionConverters.asJava(conf.getExecutorEnv()))
                 .extracting(kv -> kv._1() + "=" + kv._2()).contains("DLPACK4J_PYTHON=/opt/venv/bin/python");
     }
+
+    @Test
+    void warm_up_adds_its_plugin_to_the_plugins_there_once_and_names_the_modules() {
+        SparkConf conf = new SparkConf(false).set("spark.plugins", "com.example.Metrics");
+
+        ExecutorPython.warmUp(ExecutorPython.warmUp(conf, "numpy"), "torch", "numpy");
+
+        assertThat(conf.get("spark.plugins")).isEqualTo("com.example.Metrics," + ExecutorWarmup.class.getName());
+        assertThat(conf.get(ExecutorWarmup.MODULES)).isEqualTo("torch,numpy");
+    }
 }

@@ -70,6 +70,7 @@ final class Sparks {
         }
         ExecutorPython.configure(conf, python());
         if (wanted.startsWith("local-cluster")) {
+            ExecutorPython.warmUp(conf, "torch"); // each executor JVM starts Python and torch as it starts
             List<String> directories = sparkHome();
             conf.set("spark.executor.extraClassPath", String.join(File.pathSeparator, directories))
                     .set("spark.executor.memory", "1g")
