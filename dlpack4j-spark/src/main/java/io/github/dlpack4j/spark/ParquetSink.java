@@ -77,14 +77,16 @@ final class ParquetSink {
      */
     void put(List<FieldVector> vectors, int rows) throws InterruptedException {
         Batch b = new Batch(vectors, rows);
+        boolean queued = false;
         try {
             while (!queue.offer(b, 50, TimeUnit.MILLISECONDS)) {
                 checkWriter();
             }
+            queued = true;
             checkWriter();
         } catch (InterruptedException | RuntimeException | Error e) {
-            if (!queue.remove(b)) {
-                b.close(); // never queued; one that was is the writer's or abandon's to close
+            if (!queued || queue.remove(b)) {
+                b.close(); // never queued, or taken back; one the writer took is the writer's to close
             }
             throw e;
         }

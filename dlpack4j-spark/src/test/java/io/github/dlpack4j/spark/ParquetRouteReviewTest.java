@@ -1,0 +1,329 @@
+package io.github.dlpack4j.spark;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+import io.github.dlpack4j.python.PyObject;
+import io.github.dlpack4j.python.Python;
+
+import org.apache.spark.SparkException;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.DataTypes;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The Parquet route's edges that a review tried: outputs the model makes in unusual memory,
+ * row order across many row groups, refusals as the row route's, files Arrow cannot read, and the
+ * memory the tasks hold after each way a job can fail.
+ */
+@Timeout(value = 300, unit = TimeUnit.SECONDS)
+class ParquetRouteReviewTest {
+    private static SparkSession spark;
+    private static Python py;
+
+    @BeforeAll
+    static void startSpark() {
+        spark = Sparks.local();
+        py = ExecutorPython.get();
+        py.exec("""
+                import numpy as np, pyarrow as pa, pyarrow.parquet as pq, torch, os
+
+                def review_table(ids, n, seed):
+                    x = np.random.default_rng(seed).standard_normal((len(ids), n), dtype=np.float32)
+                    features = pa.ListArray.from_arrays(pa.array(np.arange(0, x.size + 1, n, dtype=np.int32)),
+                                                        pa.array(x.reshape(-1)))
+                    return pa.table({"id": pa.array(np.asarray(ids, dtype=np.int64)), "features": features})
+
+                def review_same(input, output, column, n):
+                    i = pq.read_table(input)
+                    o = pq.read_table(output)
+                    xi = i.column("features").combine_chunks().values.to_numpy().reshape(-1, n)
+                    xo = o.column(column).combine_chunks().values.to_numpy().reshape(-1, n)
+                    return (i.column("id").to_pylist() == o.column("id").to_pylist()
+                            and bool(np.array_equal(xi.view(np.int32), xo.view(np.int32))))
+                """);
+    }
+
+    private static String py(Object s) {
+        return "'" + s.toString().replace("\\", "\\\\").replace("'", "\\'") + "'";
+    }
+
+    private static boolean truth(String expr) {
+        try (PyObject o = py.eval(expr)) {
+            return (Boolean) o.toJava();
+        }
+    }
+
+    private static BatchInference model(String name, String source, int n, int batch) {
+        return BatchInference.builder().input("features", n).passThrough("id").batchSize(batch)
+                .model(PythonModel.fromSource(name, source, "load")).output("y", DataTypes.FloatType, n).build();
+    }
+
+    /** The only parquet file under {@code dir}. */
+    private static Path onlyPart(Path dir) throws IOException {
+        try (Stream<Path> s = Files.list(dir)) {
+            List<Path> parts = s.filter(p -> p.toString().endsWith(".parquet")).toList();
+            assertThat(parts).hasSize(1);
+            return parts.getFirst();
+        }
+    }
+
+    @Test
+    void outputs_that_are_strided_views_or_read_only_are_written_with_their_values(@TempDir Path dir)
+            throws IOException {
+        Path input = dir.resolve("in");
+        py.exec(String.format("""
+                os.makedirs(%1$s)
+                pq.write_table(review_table(range(300), 4, 3), %1$s + "/a.parquet")
+                """, py(input)));
+        String[] bodies = {
+            "torch.from_dlpack(x).t().contiguous().t()", // column-major: strides [1, rows]
+            "torch.cat([torch.from_dlpack(x), torch.from_dlpack(x)], 1)[:, ::2]", // strides [8, 2]
+            "torch.from_dlpack(x).repeat(2, 1)[::2]", // strides [8, 1]
+        };
+        for (int i = 0; i < bodies.length; i++) {
+            String source = "import torch\n\ndef load():\n    return lambda x: " + bodies[i] + "\n";
+            Path out = dir.resolve("out" + i);
+            assertThat(model("strided" + i, source, 4, 64).transformParquet(spark, input.toString(), out.toString()))
+                    .isEqualTo(300);
+            assertThat(truth("review_same(" + py(input.resolve("a.parquet")) + ", " + py(onlyPart(out)) + ", 'y', 4)"))
+                    .as(bodies[i]).isTrue();
+        }
+    }
+
+    @Test
+    void a_model_that_returns_a_read_only_array_has_it_written(@TempDir Path dir) throws IOException {
+        Path input = dir.resolve("in");
+        py.exec(String.format("""
+                os.makedirs(%1$s)
+                pq.write_table(review_table(range(100), 4, 3), %1$s + "/a.parquet")
+                """, py(input)));
+        String source = """
+                import numpy as np
+
+                def load():
+                    def f(x):
+                        a = np.from_dlpack(x).copy()
+                        a.flags.writeable = False
+                        return a
+                    return f
+                """;
+        Path out = dir.resolve("out");
+        assertThat(model("readonly", source, 4, 32).transformParquet(spark, input.toString(), out.toString()))
+                .isEqualTo(100);
+        assertThat(truth("review_same(" + py(input.resolve("a.parquet")) + ", " + py(onlyPart(out)) + ", 'y', 4)")).isTrue();
+    }
+
+    @Test
+    void a_model_that_writes_every_batch_into_the_same_output_buffer_gets_each_batchs_values_written(@TempDir Path dir)
+            throws IOException {
+        Path input = dir.resolve("in");
+        py.exec(String.format("""
+                os.makedirs(%1$s)
+                pq.write_table(review_table(range(20000), 256, 5), %1$s + "/a.parquet")
+                """, py(input)));
+        String source = """
+                import torch
+
+                def load():
+                    buf = torch.empty(256, 256)
+                    def f(x):
+                        x = torch.from_dlpack(x)
+                        out = buf[:x.shape[0]]
+                        out.copy_(x)
+                        return out
+                    return f
+                """;
+        Path out = dir.resolve("out");
+        assertThat(model("reuses", source, 256, 256).transformParquet(spark, input.toString(), out.toString()))
+                .isEqualTo(20000);
+        assertThat(truth("review_same(" + py(input.resolve("a.parquet")) + ", " + py(onlyPart(out)) + ", 'y', 256)"))
+                .as("the values of each batch, not a later batch's").isTrue();
+    }
+
+    @Test
+    void a_file_of_many_row_groups_and_shuffled_ids_keeps_its_rows_once_each_in_their_order(@TempDir Path dir)
+            throws IOException {
+        Path input = dir.resolve("in");
+        py.exec(String.format("""
+                os.makedirs(%1$s)
+                ids = np.random.default_rng(9).permutation(5000)
+                pq.write_table(review_table(ids, 8, 7), %1$s + "/a.parquet", row_group_size=37, use_dictionary=True)
+                """, py(input)));
+        String identity = "import torch\n\ndef load():\n    return lambda x: torch.from_dlpack(x) * 1\n";
+        Path out = dir.resolve("out");
+        assertThat(model("identity", identity, 8, 50).transformParquet(spark, input.toString(), out.toString()))
+                .isEqualTo(5000);
+        assertThat(truth("review_same(" + py(input.resolve("a.parquet")) + ", " + py(onlyPart(out)) + ", 'y', 8)")).isTrue();
+    }
+
+    @Test
+    void the_first_refused_row_and_column_and_the_words_are_the_row_routes(@TempDir Path dir) throws Exception {
+        // a: a null element at row 3; b: a short array at row 2, and a null at row 3.
+        // c: both refused at row 1, a before b.
+        String[][] cases = {
+            {"pa.array([[1, 2], [1, 2], [1, 2], [1, None], [1, 2]], pa.list_(pa.float32()))",
+             "pa.array([[1, 2], [1, 2], [1], None, [1, 2]], pa.list_(pa.float32()))"},
+            {"pa.array([[1, 2], [1, None], [1, 2], [1, 2], [1, 2]], pa.list_(pa.float32()))",
+             "pa.array([[1, 2], None, [1, 2], [1, 2], [1, 2]], pa.list_(pa.float32()))"},
+            {"pa.array([[1, 2], [1, 2], [1, 2], [1, 2], [1, 2, 3]], pa.list_(pa.float32()))",
+             "pa.array([[1, 2], [1, 2], [1, 2], [1, 2], None], pa.list_(pa.float32()))"},
+        };
+        BatchInference two = BatchInference.builder().input("a", 2).input("b", 2).passThrough("id").batchSize(2)
+                .model(PythonModel.fromSource("two", "import torch\n\ndef load():\n    return lambda a, b: torch.from_dlpack(a) + torch.from_dlpack(b)\n", "load"))
+                .output("y", DataTypes.FloatType, 2).build();
+        for (int i = 0; i < cases.length; i++) {
+            Path input = dir.resolve("in" + i);
+            py.exec(String.format("""
+                    os.makedirs(%1$s)
+                    pq.write_table(pa.table({"id": pa.array(range(100, 105), pa.int64()), "a": %2$s, "b": %3$s}),
+                                   %1$s + "/bad.parquet")
+                    """, py(input), cases[i][0], cases[i][1]));
+            String rowRoute = null;
+            try {
+                two.transform(spark.read().parquet(input.toString())).write().parquet(dir.resolve("rows" + i).toString());
+            } catch (Exception e) {
+                rowRoute = rootMessage(e);
+            }
+            assertThat(rowRoute).as("the row route refuses case " + i).isNotNull();
+            String parquetRoute = null;
+            try {
+                two.transformParquet(spark, input.toString(), dir.resolve("arrow" + i).toString());
+            } catch (Exception e) {
+                parquetRoute = rootMessage(e);
+            }
+            assertThat(parquetRoute).as("the Parquet route refuses case " + i).isNotNull();
+            assertThat(parquetRoute.replaceAll(" of file bad\\.parquet", ""))
+                    .as("case " + i).isEqualTo(rowRoute.replaceAll(" of partition \\d+", ""));
+        }
+        assertEveryArrowBufferReleased();
+    }
+
+    private static String rootMessage(Throwable e) {
+        Throwable t = e;
+        while (t.getCause() != null) {
+            t = t.getCause();
+        }
+        String m = t.getMessage();
+        return m.lines().filter(l -> l.startsWith("column ")).findFirst().orElse(m);
+    }
+
+    @Test
+    void a_file_that_is_not_parquet_and_a_truncated_file_fail_the_job_leaving_nothing(@TempDir Path dir)
+            throws Exception {
+        Path junk = dir.resolve("junk");
+        Path truncated = dir.resolve("truncated");
+        py.exec(String.format("""
+                os.makedirs(%1$s)
+                with open(%1$s + "/a.parquet", "w") as f:
+                    f.write("not parquet at all " * 100)
+                os.makedirs(%2$s)
+                pq.write_table(review_table(range(3000), 64, 1), %2$s + "/a.parquet", row_group_size=500)
+                pq.write_table(review_table(range(3000), 64, 1), %2$s + "/b.parquet", row_group_size=500)
+                data = open(%2$s + "/b.parquet", "rb").read()
+                # the footer kept, a row group's pages overwritten: the reader fails mid-file
+                mid = len(data) // 2
+                open(%2$s + "/b.parquet", "wb").write(data[:mid] + b"\\xff" * 4096 + data[mid + 4096:])
+                """, py(junk), py(truncated)));
+        BatchInference identity = model("identity",
+                "import torch\n\ndef load():\n    return lambda x: torch.from_dlpack(x) * 1\n", 64, 100);
+        for (Path input : List.of(junk, truncated)) {
+            Path out = dir.resolve("out-" + input.getFileName());
+            assertThatThrownBy(() -> identity.transformParquet(spark, input.toString(), out.toString()))
+                    .isInstanceOf(Exception.class);
+            try (Stream<Path> left = Files.walk(out)) {
+                assertThat(left.map(p -> out.relativize(p).toString()).filter(p -> !p.isEmpty()).toList()).isEmpty();
+            }
+        }
+        assertEveryArrowBufferReleased();
+    }
+
+    @Test
+    void a_model_that_raises_on_a_later_batch_fails_the_job_and_leaves_no_arrow_memory(@TempDir Path dir)
+            throws Exception {
+        Path input = dir.resolve("in");
+        py.exec(String.format("""
+                os.makedirs(%1$s)
+                for p in range(2):
+                    pq.write_table(review_table(range(p * 3000, p * 3000 + 3000), 64, p), %1$s + f"/p{p}.parquet")
+                """, py(input)));
+        String source = """
+                import torch
+
+                def load():
+                    calls = [0]
+                    def f(x):
+                        calls[0] += 1
+                        if calls[0] == 7:
+                            raise ValueError("the seventh batch")
+                        return torch.from_dlpack(x) * 2
+                    return f
+                """;
+        Path out = dir.resolve("out");
+        assertThatThrownBy(() -> model("raises", source, 64, 100).transformParquet(spark, input.toString(), out.toString()))
+                .isInstanceOf(SparkException.class).hasMessageContaining("the seventh batch");
+        assertEveryArrowBufferReleased();
+    }
+
+    @Test
+    void a_job_cancelled_with_interrupts_while_it_scores_leaves_no_arrow_memory_and_no_file(@TempDir Path dir)
+            throws Exception {
+        Path input = dir.resolve("in");
+        py.exec(String.format("""
+                os.makedirs(%1$s)
+                for p in range(2):
+                    pq.write_table(review_table(range(p * 20000, p * 20000 + 20000), 256, p), %1$s + f"/p{p}.parquet")
+                """, py(input)));
+        String source = """
+                import torch, time
+
+                def load():
+                    def f(x):
+                        time.sleep(0.01)
+                        return torch.from_dlpack(x) * 2
+                    return f
+                """;
+        Path out = dir.resolve("out");
+        BatchInference slow = model("slow", source, 256, 128);
+        Throwable[] failure = new Throwable[1];
+        Thread job = Thread.ofPlatform().start(() -> {
+            spark.sparkContext().setLocalProperty("spark.job.interruptOnCancel", "true");
+            try {
+                slow.transformParquet(spark, input.toString(), out.toString());
+            } catch (Throwable e) {
+                failure[0] = e;
+            }
+        });
+        Thread.sleep(4000);
+        spark.sparkContext().cancelAllJobs();
+        job.join(60_000);
+        assertThat(job.isAlive()).isFalse();
+        assertThat(failure[0]).as("the cancelled job fails").isNotNull();
+        Thread.sleep(1000);
+        try (Stream<Path> left = Files.walk(out)) {
+            assertThat(left.map(p -> out.relativize(p).toString()).filter(p -> !p.isEmpty()).toList()).isEmpty();
+        }
+        assertEveryArrowBufferReleased();
+    }
+
+    /** Waits up to 10 s for the tasks' Arrow memory to be released: the model's objects of the inputs may go last. */
+    private static void assertEveryArrowBufferReleased() throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (ParquetTask.allocatedBytes() != 0 && System.nanoTime() < deadline) {
+            try (PyObject ignored = py.eval("__import__('gc').collect()")) {
+                Thread.sleep(20);
+            }
+        }
+        assertThat(ParquetTask.allocatedBytes()).as("bytes the Parquet tasks still hold").isZero();
+    }
+}
