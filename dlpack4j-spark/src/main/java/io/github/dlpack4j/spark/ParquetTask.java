@@ -162,7 +162,7 @@ final class ParquetTask implements FlatMapFunction<Iterator<String>, ParquetTask
                                 String.format("part-%05d-{i}.parquet", partition), "dlpack4j parquet writer " + name);
                     }
                     long start = System.nanoTime();
-                    List<Tensor> tensors = ArrowBatch.tensors(batch, packed, key, name, rowsInFile);
+                    List<Tensor> tensors = ArrowBatch.tensors(batch, reader, packed, key, name, rowsInFile);
                     long pack = System.nanoTime() - start;
                     long[] nanos = new long[2];
                     List<FieldVector> vectors = new ArrayList<>();

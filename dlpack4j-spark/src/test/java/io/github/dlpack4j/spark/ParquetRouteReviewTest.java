@@ -225,6 +225,24 @@ class ParquetRouteReviewTest {
         assertEveryArrowBufferReleased();
     }
 
+    @Test
+    void a_refused_row_is_named_by_a_dictionary_encoded_string_key_as_the_row_route_names_it(@TempDir Path dir) {
+        Path input = dir.resolve("in");
+        py.exec(String.format("""
+                os.makedirs(%1$s)
+                t = pa.table({"name": pa.array(["a", "b", "c", "d"]).dictionary_encode(),
+                              "features": pa.array([[1, 2], [1, 2], None, [1, 2]], pa.list_(pa.float32()))})
+                pq.write_table(t, %1$s + "/a.parquet")
+                """, py(input)));
+        BatchInference byName = BatchInference.builder().input("features", 2).key("name").batchSize(10)
+                .model(PythonModel.fromSource("identity", "import torch\n\ndef load():\n    return lambda x: torch.from_dlpack(x)\n", "load"))
+                .output("y", DataTypes.FloatType, 2).build();
+        assertThatThrownBy(() -> byName.transform(spark.read().parquet(input.toString())).collectAsList())
+                .hasMessageContaining("column features of the row with name=c (row 2 of partition 0)");
+        assertThatThrownBy(() -> byName.transformParquet(spark, input.toString(), dir.resolve("out").toString()))
+                .hasMessageContaining("column features of the row with name=c (row 2 of file a.parquet)");
+    }
+
     private static String rootMessage(Throwable e) {
         Throwable t = e;
         while (t.getCause() != null) {
