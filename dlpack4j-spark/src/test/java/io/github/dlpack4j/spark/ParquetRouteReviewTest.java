@@ -243,6 +243,20 @@ class ParquetRouteReviewTest {
                 .hasMessageContaining("column features of the row with name=c (row 2 of file a.parquet)");
     }
 
+    @Test
+    void paths_with_spaces_percent_signs_and_hashes_are_read_and_written(@TempDir Path dir) throws IOException {
+        Path input = dir.resolve("in put %41 #1");
+        py.exec(String.format("""
+                os.makedirs(%1$s)
+                pq.write_table(review_table(range(50), 4, 3), %1$s + "/a b%%20#.parquet")
+                """, py(input)));
+        Path out = dir.resolve("out put %41 #1");
+        String identity = "import torch\n\ndef load():\n    return lambda x: torch.from_dlpack(x) * 1\n";
+        assertThat(model("paths", identity, 4, 16).transformParquet(spark, input.toString(), out.toString())).isEqualTo(50);
+        assertThat(truth("review_same(" + py(input.resolve("a b%20#.parquet")) + ", " + py(onlyPart(out)) + ", 'y', 4)"))
+                .isTrue();
+    }
+
     private static String rootMessage(Throwable e) {
         Throwable t = e;
         while (t.getCause() != null) {
