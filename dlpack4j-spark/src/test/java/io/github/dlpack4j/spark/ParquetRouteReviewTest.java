@@ -298,6 +298,25 @@ class ParquetRouteReviewTest {
     }
 
     @Test
+    void a_refusal_late_in_a_file_that_a_fast_model_scored_ahead_of_the_writer_leaves_no_arrow_memory(@TempDir Path dir) {
+        Path input = dir.resolve("in");
+        py.exec(String.format("""
+                os.makedirs(%1$s)
+                t = review_table(range(100000), 256, 4)
+                f = t.column("features").combine_chunks()
+                valid = np.ones(100000, dtype=bool)
+                valid[99000] = False
+                f = pa.ListArray.from_arrays(f.offsets, f.values, mask=pa.array(~valid))
+                pq.write_table(t.set_column(1, "features", f), %1$s + "/a.parquet", row_group_size=20000)
+                """, py(input)));
+        String identity = "import torch\n\ndef load():\n    return lambda x: torch.from_dlpack(x)\n";
+        assertThatThrownBy(() -> model("fast", identity, 256, 4096).transformParquet(spark, input.toString(),
+                dir.resolve("out").toString()))
+                .isInstanceOf(SparkException.class).hasMessageContaining("the row with id=99000");
+        // the @AfterEach check: the batches Arrow's writer had read ahead are released too
+    }
+
+    @Test
     void a_model_that_raises_on_a_later_batch_fails_the_job_and_leaves_no_arrow_memory(@TempDir Path dir)
             throws Exception {
         Path input = dir.resolve("in");
