@@ -3,6 +3,7 @@ package io.github.dlpack4j.spark;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -15,6 +16,7 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -82,6 +84,26 @@ class ParquetSinkTest {
                 Thread.sleep(20);
             }
             assertThat(allocator.getAllocatedMemory()).as("bytes left after the interrupt and abandon").isZero();
+        }
+    }
+
+    @Disabled("Arrow's bug, not ours to fix: arrow-dataset 18.3's writer, failing on its own (here: it cannot create "
+            + "the directory), never releases the batches it had read from its input (the leaked buffers are those "
+            + "ArrayStreamExporter.getNext exported), 17,024 bytes here; a task whose writer fails so leaks them for the "
+            + "executor's life. Run alone, the test JVM then hung in its exit (a C++ thread of the writer attached and "
+            + "parked in Feed.loadNextBatch)")
+    @Test
+    void a_writer_that_fails_on_its_own_releases_the_batches_it_had_read(@TempDir Path dir) throws Exception {
+        Path notADirectory = Files.writeString(dir.resolve("file"), "x");
+        try (BufferAllocator allocator = new RootAllocator()) {
+            ParquetSink sink = new ParquetSink(allocator, SCHEMA, notADirectory.resolve("sub").toUri().toString(),
+                    "part-{i}.parquet", "test writer");
+            sink.put(batch(allocator, 1000), 1000);
+            Thread.sleep(2000); // the writer takes it, fails and ends
+            assertThatThrownBy(() -> sink.put(batch(allocator, 1000), 1000)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("Cannot create directory");
+            sink.abandon();
+            assertThat(allocator.getAllocatedMemory()).as("bytes left after the writer failed").isZero();
         }
     }
 }
