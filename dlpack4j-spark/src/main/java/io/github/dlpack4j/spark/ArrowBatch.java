@@ -14,6 +14,8 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.BaseRepeatedValueVector;
 import org.apache.arrow.vector.complex.FixedSizeListVector;
 import org.apache.arrow.vector.complex.LargeListVector;
+import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.apache.arrow.vector.types.pojo.DictionaryEncoding;
 
 /**
  * A record batch that Arrow's Parquet reader gave a task of the Parquet route, as the tensors of
@@ -32,6 +34,7 @@ final class ArrowBatch {
      * Arrow buffer until it is closed.
      *
      * @param root     the batch
+     * @param dictionaries the dictionaries of the batch's dictionary-encoded columns (the reader)
      * @param columns  the tensor columns, in the order the row route checks them
      * @param key      the key column, or null
      * @param file     the file's name, for the messages
@@ -39,8 +42,8 @@ final class ArrowBatch {
      * @return one owning tensor per column, in order; the caller closes them
      * @throws IllegalArgumentException for the first refused row
      */
-    static List<Tensor> tensors(VectorSchemaRoot root, List<TensorColumn> columns, String key, String file,
-                                long firstRow) {
+    static List<Tensor> tensors(VectorSchemaRoot root, DictionaryProvider dictionaries, List<TensorColumn> columns,
+                                String key, String file, long firstRow) {
         int rows = root.getRowCount();
         int badRow = rows;
         int badColumn = -1;
@@ -53,7 +56,8 @@ final class ArrowBatch {
         }
         if (badColumn >= 0) {
             TensorColumn c = columns.get(badColumn);
-            throw refusal(root, c, badRow, problem(root.getVector(c.name()), c, badRow), key, file, firstRow);
+            throw refusal(root, dictionaries, c, badRow, problem(root.getVector(c.name()), c, badRow), key, file,
+                    firstRow);
         }
         List<Tensor> tensors = new ArrayList<>();
         try {
@@ -118,16 +122,27 @@ final class ArrowBatch {
         throw new AssertionError("row " + row + " refused, but nothing in it is");
     }
 
-    private static IllegalArgumentException refusal(VectorSchemaRoot root, TensorColumn c, int row, String problem,
-                                                    String key, String file, long firstRow) {
+    private static IllegalArgumentException refusal(VectorSchemaRoot root, DictionaryProvider dictionaries,
+                                                    TensorColumn c, int row, String problem, String key, String file,
+                                                    long firstRow) {
         String position = "row " + (firstRow + row) + " of file " + file;
         String which = position;
         if (key != null) {
             FieldVector k = root.getVector(key);
-            which = "the row with " + key + "=" + (k.isNull(row) ? "null" : String.valueOf(k.getObject(row)))
+            which = "the row with " + key + "=" + (k.isNull(row) ? "null" : String.valueOf(keyValue(k, row, dictionaries)))
                     + " (" + position + ")";
         }
         return new IllegalArgumentException("column " + c.name() + " of " + which + " " + problem);
+    }
+
+    /** {@return the key's value in {@code row}: a dictionary-encoded column's (a string Arrow read so), not its index} */
+    private static Object keyValue(FieldVector k, int row, DictionaryProvider dictionaries) {
+        DictionaryEncoding encoding = k.getField().getDictionary();
+        if (encoding == null || dictionaries == null || dictionaries.lookup(encoding.getId()) == null) {
+            return k.getObject(row);
+        }
+        long index = ((org.apache.arrow.vector.BaseIntVector) k).getValueAsLong(row);
+        return dictionaries.lookup(encoding.getId()).getVector().getObject((int) index);
     }
 
     private static Tensor view(FieldVector v, TensorColumn c, int rows) {

@@ -24,8 +24,8 @@ import org.apache.arrow.vector.types.pojo.Schema;
  *
  * <p>A batch's vectors pass to the writer with {@link #put}: their buffers (the model's memory, the
  * input's) stay allocated until Arrow's C++ has written them and let go. {@link #finish} ends the
- * file and waits for it; {@link #abandon} stops the writer without ending it (the file is then
- * partial, and the task deletes it) and waits for its thread to be done with every buffer.
+ * file and waits for it; {@link #abandon} ends the file at the batches the writer has taken (the
+ * task deletes it) and waits for its thread to be done with every buffer.
  */
 final class ParquetSink {
     /** Batches queued at most: the model may run ahead of the writer by this many. */
@@ -77,14 +77,16 @@ final class ParquetSink {
      */
     void put(List<FieldVector> vectors, int rows) throws InterruptedException {
         Batch b = new Batch(vectors, rows);
+        boolean queued = false;
         try {
             while (!queue.offer(b, 50, TimeUnit.MILLISECONDS)) {
                 checkWriter();
             }
+            queued = true;
             checkWriter();
         } catch (InterruptedException | RuntimeException | Error e) {
-            if (!queue.remove(b)) {
-                b.close(); // never queued; one that was is the writer's or abandon's to close
+            if (!queued || queue.remove(b)) {
+                b.close(); // never queued, or taken back; one the writer took is the writer's to close
             }
             throw e;
         }
@@ -117,7 +119,7 @@ final class ParquetSink {
         }
     }
 
-    /** Stops the writer without ending the file, and waits until its thread is done with every buffer. */
+    /** Ends the file at the batches the writer has taken, and waits until its thread is done with every buffer. */
     void abandon() {
         abandoned = true;
         join();
@@ -170,7 +172,10 @@ final class ParquetSink {
             try {
                 do {
                     if (abandoned) {
-                        throw new IOException("the task stopped; the file is abandoned");
+                        // Ends the file rather than failing it: Arrow's writer lets go of the batches it
+                        // read ahead when its input ends, and never when its input fails. The task
+                        // deletes the file.
+                        return false;
                     }
                     b = queue.poll(50, TimeUnit.MILLISECONDS);
                 } while (b == null);

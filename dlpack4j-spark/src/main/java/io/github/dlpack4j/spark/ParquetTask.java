@@ -162,7 +162,7 @@ final class ParquetTask implements FlatMapFunction<Iterator<String>, ParquetTask
                                 String.format("part-%05d-{i}.parquet", partition), "dlpack4j parquet writer " + name);
                     }
                     long start = System.nanoTime();
-                    List<Tensor> tensors = ArrowBatch.tensors(batch, packed, key, name, rowsInFile);
+                    List<Tensor> tensors = ArrowBatch.tensors(batch, reader, packed, key, name, rowsInFile);
                     long pack = System.nanoTime() - start;
                     long[] nanos = new long[2];
                     List<FieldVector> vectors = new ArrayList<>();
@@ -180,7 +180,7 @@ final class ParquetTask implements FlatMapFunction<Iterator<String>, ParquetTask
                                         written.get(i).name()));
                             }
                             for (int j = 0; j < results.size(); j++) {
-                                vectors.add(ArrowTensors.toVector(results.get(j), allocator, outputs.get(j).name()));
+                                vectors.add(outputVector(results.get(j), allocator, outputs.get(j).name()));
                             }
                         } finally {
                             results.forEach(Tensor::close);
@@ -217,6 +217,20 @@ final class ParquetTask implements FlatMapFunction<Iterator<String>, ParquetTask
             throw e;
         }
         return new Written(partition, file, sink == null ? null : onlyFile(dir), rowsInFile);
+    }
+
+    /**
+     * A vector over a model's output, or over a copy of it where Arrow cannot take the model's
+     * memory as it is: a strided view (such as {@code x.t()} or {@code x[:, ::2]}) or a read-only
+     * array, which the row route writes as they are.
+     */
+    static FieldVector outputVector(Tensor t, BufferAllocator allocator, String name) {
+        if (t.isContiguous() && !t.isReadOnly()) {
+            return ArrowTensors.toVector(t, allocator, name);
+        }
+        try (Tensor compact = t.copy()) {
+            return ArrowTensors.toVector(compact, allocator, name); // the vector holds the copy's memory
+        }
     }
 
     /** Starts loading Arrow's dataset library on a thread of its own, once per JVM. */
