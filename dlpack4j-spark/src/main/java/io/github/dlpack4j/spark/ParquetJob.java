@@ -80,8 +80,13 @@ final class ParquetJob {
             if (committed.isEmpty()) {
                 committed.add(writeEmpty(spark, out, temporary, job, outputSchema));
             }
-            ParquetTask.deleteRecursively(out.resolve("_temporary"));
             Files.createFile(out.resolve("_SUCCESS"));
+            try {
+                ParquetTask.deleteRecursively(out.resolve("_temporary"));
+            } catch (UncheckedIOException e) {
+                // an attempt that lost and still writes there, past awaitTasks: the output is complete and
+                // committed, and readers skip _temporary
+            }
             return rows;
         } catch (IOException e) {
             abort(sc, tag, out, committed);

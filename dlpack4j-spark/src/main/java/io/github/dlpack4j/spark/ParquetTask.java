@@ -220,16 +220,16 @@ final class ParquetTask implements FlatMapFunction<Iterator<String>, ParquetTask
     }
 
     /**
-     * A vector over a model's output, or over a copy of it where Arrow cannot take the model's
-     * memory as it is: a strided view (such as {@code x.t()} or {@code x[:, ::2]}) or a read-only
-     * array, which the row route writes as they are.
+     * A vector over a copy of a model's output, compact and in memory the task owns. Arrow's writer
+     * reads a batch's outputs after the model has run on the next ones, and a model may write each
+     * batch into the same memory (a buffer it keeps, {@code out=}); so the writer takes a copy (one
+     * copy of the outputs, 64 bytes a row for the example's mlp, where the inputs are viewed
+     * without one). The copy also takes strided views ({@code x.t()}, {@code x[:, ::2]}) and
+     * read-only arrays, which the row route writes as they are, and lets the model's memory go at once.
      */
     static FieldVector outputVector(Tensor t, BufferAllocator allocator, String name) {
-        if (t.isContiguous() && !t.isReadOnly()) {
-            return ArrowTensors.toVector(t, allocator, name);
-        }
-        try (Tensor compact = t.copy()) {
-            return ArrowTensors.toVector(compact, allocator, name); // the vector holds the copy's memory
+        try (Tensor copy = t.copy()) {
+            return ArrowTensors.toVector(copy, allocator, name); // the vector holds the copy's memory
         }
     }
 

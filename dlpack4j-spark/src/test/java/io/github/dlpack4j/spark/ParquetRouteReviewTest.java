@@ -18,7 +18,6 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.DataTypes;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -132,9 +131,6 @@ class ParquetRouteReviewTest {
         assertThat(truth("review_same(" + py(input.resolve("a.parquet")) + ", " + py(onlyPart(out)) + ", 'y', 4)")).isTrue();
     }
 
-    @Disabled("review finding, not fixed: the Parquet route writes a batch's outputs from the model's memory after "
-            + "the model ran on later batches, so a model that returns memory it writes again gets later batches' values "
-            + "written; either document that outputs must be new tensors (concurrent tasks already share the model) or copy")
     @Test
     void a_model_that_writes_every_batch_into_the_same_output_buffer_gets_each_batchs_values_written(@TempDir Path dir)
             throws IOException {
