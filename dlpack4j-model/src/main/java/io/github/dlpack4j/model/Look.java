@@ -28,17 +28,7 @@ final class Look {
      * @return whether it happened while this thread looked (false: it did not look, or gave up)
      */
     boolean lookFor(BooleanSupplier happened) {
-        return lookFor(happened, false);
-    }
-
-    /**
-     * Spins until {@code happened} is true, at most {@link #NANOS}; with {@code evenGivingUp}, also
-     * while giving up (its miss or hit still counts): for a look that the caller knows will likely pay.
-     *
-     * @return whether it happened while this thread looked (false: it did not look, or gave up)
-     */
-    boolean lookFor(BooleanSupplier happened, boolean evenGivingUp) {
-        if (!evenGivingUp && misses >= GIVE_UP_AFTER && ++skipped % RETRY_EVERY != 0) {
+        if (misses >= GIVE_UP_AFTER && ++skipped % RETRY_EVERY != 0) {
             return false;
         }
         if (!looking.compareAndSet(false, true)) {

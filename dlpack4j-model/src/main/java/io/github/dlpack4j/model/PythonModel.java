@@ -89,12 +89,6 @@ public final class PythonModel implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     /** The callers' look for their answers ({@link #lookForAnswer}). */
     private final Look answers = new Look();
-    /**
-     * The caller whose queued call returned last, and when: a thread that calls again within a
-     * look's time is a loop of calls ({@link Request#callerComesBack}).
-     */
-    private volatile Thread lastCaller;
-    private volatile long lastReturn;
     private final ModelCall call;
     /** One permit per model call that may run at once ({@link Builder#workers}): a worker or a caller's own call takes one. */
     private final Semaphore slots;
@@ -203,25 +197,17 @@ public final class PythonModel implements AutoCloseable {
                 slots.release();
             }
         }
-        Thread caller = Thread.currentThread();
-        // A caller back within a look's time of its last answer is a loop of calls: both sides look.
-        boolean comesBack = lastCaller == caller && System.nanoTime() - lastReturn < Look.NANOS;
-        Request r = admit(inputs, comesBack);
+        Request r = admit(inputs);
         // Alone in flight, its call runs at once.
         boolean alone = !scheduler.batching() && scheduler.inFlight() == 1;
         List<Map<String, Tensor>> answer = new ArrayList<>(1);
         // A caller inside a GIL scope lets it go: the workers need it to answer.
-        try {
-            python.allowThreads(() -> {
-                if (alone) {
-                    lookForAnswer(r, comesBack);
-                }
-                answer.add(await(r));
-            });
-        } finally {
-            lastReturn = System.nanoTime();
-            lastCaller = caller;
-        }
+        python.allowThreads(() -> {
+            if (alone) {
+                lookForAnswer(r);
+            }
+            answer.add(await(r));
+        });
         return answer.getFirst();
     }
 
@@ -279,11 +265,10 @@ public final class PythonModel implements AutoCloseable {
      * moment ({@link Look}) before it parks: a small model answers within that, and waking a parked
      * thread (a virtual thread's carrier included) costs more than such a model's call. With
      * batching an answer comes after the batch gathers, and with other requests in flight it comes
-     * later while the cores have their work to do: those callers park at once. A caller in a loop
-     * of calls ({@code comesBack}) looks even while the look gives up, as its model thread does.
+     * later while the cores have their work to do: those callers park at once.
      */
-    private void lookForAnswer(Request r, boolean comesBack) {
-        answers.lookFor(r::isDone, comesBack);
+    private void lookForAnswer(Request r) {
+        answers.lookFor(r::isDone);
     }
 
     /**
@@ -346,10 +331,10 @@ public final class PythonModel implements AutoCloseable {
      * @throws ModelOverloadedException if the queue is full
      */
     public CompletableFuture<Map<String, Tensor>> submit(Map<String, ? extends Tensor> inputs) {
-        return admit(inputs, false);
+        return admit(inputs);
     }
 
-    private Request admit(Map<String, ? extends Tensor> inputs, boolean comesBack) {
+    private Request admit(Map<String, ? extends Tensor> inputs) {
         Objects.requireNonNull(inputs, "inputs");
         if (closed.get()) {
             throw new IllegalStateException("model " + name + " is closed");
@@ -357,7 +342,7 @@ public final class PythonModel implements AutoCloseable {
         List<Tensor> ordered = signature.order(inputs);
         long rows = scheduler.batching() ? ordered.getFirst().shape()[0] : 1;
         String key = scheduler.batching() ? Signature.batchKey(ordered) : null;
-        return scheduler.admit(hold(ordered), rows, key, comesBack);
+        return scheduler.admit(hold(ordered), rows, key);
     }
 
     /** {@return the request's own handles of the inputs: a caller may close its tensors once its call is settled} */

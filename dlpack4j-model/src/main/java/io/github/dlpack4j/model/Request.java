@@ -43,11 +43,6 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
     volatile boolean claimed;
     /** Set by the worker before the model call: a cancel no longer drops the request then. */
     volatile boolean started;
-    /**
-     * Whether its caller calls again right after its answer (a thread in a loop of calls): the
-     * model thread that answers it then looks for that next call even while its look gives up.
-     */
-    volatile boolean callerComesBack;
     /** {@link System#nanoTime()} when its model call started, once {@link #started}. */
     volatile long startedAt;
     /** The deadline's timer, cancelled once the request is done. */

@@ -100,18 +100,7 @@ final class Scheduler {
      * @throws IllegalStateException    if the model is closed
      */
     Request admit(List<Tensor> inputs, long rows, String key) {
-        return admit(inputs, rows, key, false);
-    }
-
-    /**
-     * Queues a request and returns it, as {@link #admit(List, long, String)} does.
-     *
-     * @param callerComesBack whether its caller will likely call again right after the answer
-     *                        ({@link Request#callerComesBack})
-     */
-    Request admit(List<Tensor> inputs, long rows, String key, boolean callerComesBack) {
         Request r = new Request(this, inputs, rows, key, System.nanoTime(), timeoutNanos);
-        r.callerComesBack = callerComesBack;
         lock.lock();
         try {
             if (closed || queue.size() >= maxQueue) {
@@ -153,18 +142,13 @@ final class Scheduler {
      * call that comes meanwhile (the next request of a caller answered a moment ago) is taken
      * without waking a parked thread. Only while no request is in flight: with others in flight
      * their callers and the other workers have the cores' work, and a spinning thread takes a core
-     * from them (the serving example lost a third of its requests/s at 8 connections to it). After
-     * answering a caller that calls again at once (a loop of calls), it looks even while its look
-     * gives up: on a loaded machine a few missed looks otherwise made that caller wait for a parked
-     * model thread's wake-up on every later call.
-     *
-     * @param callerComesBack whether the request just answered said its caller comes back at once
+     * from them (the serving example lost a third of its requests/s at 8 connections to it).
      */
-    private void lookForWork(boolean callerComesBack) {
+    private void lookForWork() {
         if (queued == 0 && inFlight.get() == 0) {
             lookerComing = true;
             try {
-                look.lookFor(workOrClose, callerComesBack);
+                look.lookFor(workOrClose);
             } finally {
                 lookerComing = false;
             }
@@ -254,17 +238,7 @@ final class Scheduler {
      * @return the requests, in arrival order; null once the model is closed and its queue empty
      */
     List<Request> next() {
-        return next(false);
-    }
-
-    /**
-     * The next batch, as {@link #next()} says.
-     *
-     * @param callerComesBack whether the request this worker answered last said its caller calls
-     *                        again at once: the worker looks for that call before it parks
-     */
-    List<Request> next(boolean callerComesBack) {
-        lookForWork(callerComesBack);
+        lookForWork();
         lock.lock();
         try {
             while (true) {

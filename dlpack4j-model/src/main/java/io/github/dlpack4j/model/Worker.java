@@ -45,16 +45,14 @@ final class Worker implements Runnable {
     @Override
     public void run() {
         try {
-            boolean callerComesBack = false;
             while (true) {
                 // A callback of a future runs on this thread and may leave it interrupted: only
                 // close stops a worker, so the status is cleared before each wait for a batch.
                 Thread.interrupted();
-                List<Request> batch = scheduler.next(callerComesBack);
+                List<Request> batch = scheduler.next();
                 if (batch == null) {
                     break;
                 }
-                callerComesBack = batch.size() == 1 && batch.getFirst().callerComesBack;
                 slots.acquireUninterruptibly();
                 try {
                     runHolding(batch);
