@@ -100,11 +100,36 @@ final class HandOff implements AutoCloseable {
         worker.join();
     }
 
-    /** Busy work of about {@code nanos} on this thread (a model's run without Python), then returns. */
-    static void busy(long nanos) {
-        long until = System.nanoTime() + nanos;
-        while (System.nanoTime() - until < 0) {
-            Thread.onSpinWait();
+    /** Where {@link #work} leaves its result, so that the JIT keeps the loop. */
+    static volatile long sink;
+
+    /**
+     * A fixed amount of CPU work: {@code steps} rounds of a xorshift, each depending on the last. A
+     * thread that loses its core meanwhile takes longer, as a model's call would (a loop until a
+     * deadline would not).
+     */
+    static void work(long steps) {
+        long x = 88172645463325252L;
+        for (long i = 0; i < steps; i++) {
+            x ^= x << 13;
+            x ^= x >>> 7;
+            x ^= x << 17;
         }
+        sink = x;
+    }
+
+    /** {@return the steps of {@link #work} that take about {@code nanos} on this thread (best of five)} */
+    static long stepsFor(long nanos) {
+        long steps = 100_000;
+        for (int i = 0; i < 3; i++) { // warm the loop up before it is timed
+            work(steps);
+        }
+        long best = Long.MAX_VALUE;
+        for (int i = 0; i < 5; i++) {
+            long start = System.nanoTime();
+            work(steps);
+            best = Math.min(best, System.nanoTime() - start);
+        }
+        return Math.max(1, steps * nanos / Math.max(1, best));
     }
 }

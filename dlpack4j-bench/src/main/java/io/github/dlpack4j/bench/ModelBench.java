@@ -245,8 +245,9 @@ public class ModelBench {
      *   <li>for the virtual thread's +5 µs: a virtual thread hands a task to a platform thread of
      *       its own and waits for its end ({@link HandOff}: a volatile slot each way, both sides
      *       looking for 50 µs before they park, or parking at once), with no runtime around it; the
-     *       task a no-op, or busy work as long as Python's call of the model; each over the same
-     *       task run on a platform thread;</li>
+     *       task a no-op, a fixed amount of CPU work that takes as long as Python's call of the
+     *       model, or the model's call from Java with nothing around it; each over the same task run
+     *       on a platform thread;</li>
      *   <li>for predict's 1.1x: what any call of a TorchScript model over a Java tensor must do
      *       besides the model, a torch tensor over the Java memory (torch's C Exchange API) and one
      *       output imported, in one GIL scope; and the model called from Java with only that around
@@ -258,63 +259,78 @@ public class ModelBench {
     private void printFloors(double platform, double virtual, double python) throws Exception {
         double roundSeconds = model.equals("mlp") ? 0.3 : 1.5;
         long roundMillis = (long) (roundSeconds * 1e3);
-        long work = (long) python;
-        double[] best = new double[6];
+        long steps = HandOff.stepsFor((long) python);
+        double[] best = new double[8];
         Arrays.fill(best, Double.MAX_VALUE);
-        try (HandOff spinning = new HandOff(true); HandOff parking = new HandOff(false)) {
-            Runnable noop = () -> { };
-            Runnable busy = () -> HandOff.busy(work);
-            for (int round = 0; round < 5; round++) {
-                best[0] = Math.min(best[0], InFork.nanosPerCall(1, roundMillis, () -> {
-                    noop.run();
-                    return null;
-                })[0]);
-                best[1] = Math.min(best[1], inVirtualThread(() -> spinning.call(noop), roundMillis));
-                best[2] = Math.min(best[2], inVirtualThread(() -> parking.call(noop), roundMillis));
-                best[3] = Math.min(best[3], InFork.nanosPerCall(1, roundMillis, () -> {
-                    busy.run();
-                    return null;
-                })[0]);
-                best[4] = Math.min(best[4], inVirtualThread(() -> spinning.call(busy), roundMillis));
-                best[5] = Math.min(best[5], inVirtualThread(() -> parking.call(busy), roundMillis));
-            }
-        }
-        System.out.printf("%n[in-fork] modelPredict %s floor of a virtual thread's hand-off to a platform thread and back"
-                        + " (no runtime): a no-op %+.1f us (parking at once %+.1f us); busy work of %.1f us (Python's call)"
-                        + " %+.1f us (parking at once %+.1f us); predict from a virtual thread in this fork %+.1f us%n",
-                model, (best[1] - best[0]) / 1e3, (best[2] - best[0]) / 1e3, best[3] / 1e3, (best[4] - best[3]) / 1e3,
-                (best[5] - best[3]) / 1e3, (virtual - platform) / 1e3);
         double[] floor;
+        double predictCpu = Double.MAX_VALUE;
+        double pythonCpu = Double.MAX_VALUE;
+        double floorCpu = Double.MAX_VALUE;
         try (PyObject torch = py.importModule("torch");
              PyObject empty = torch.callMethod("empty", 0);
-             PyObject output = handModel.call(bufferView)) {
+             PyObject output = handModel.call(bufferView);
+             HandOff spinning = new HandOff(true); HandOff parking = new HandOff(false)) {
             ExchangeApi api = ExchangeApi.fromObject(empty).orElseThrow();
-            floor = InFork.nanosPerCall(5, roundMillis, () -> py.withGil(() -> {
-                try (PyObject t = api.toPyObject(x); ManagedTensor out = PythonDlpack.fromDlpack(output)) {
-                    return out.tensor().withData(s -> s.getAtIndex(ValueLayout.JAVA_FLOAT, 0));
-                }
-            }), () -> py.withGil(() -> {
+            // The call of the model from Java with nothing else: a torch tensor over x, the model, the import.
+            Runnable modelCall = () -> py.withGil(() -> {
                 try (PyObject t = api.toPyObject(x); PyObject y = guardedModel.call(t);
                      ManagedTensor out = PythonDlpack.fromDlpack(y)) {
                     return out.tensor().withData(s -> s.getAtIndex(ValueLayout.JAVA_FLOAT, 0));
                 }
-            }));
-        }
-        // CPU time of this thread per call, which another process's load on the cores disturbs less than wall time.
-        double predictCpu = Double.MAX_VALUE;
-        double pythonCpu = Double.MAX_VALUE;
-        for (int round = 0; round < 5; round++) {
-            predictCpu = Math.min(predictCpu, cpuPerCall(this::predict, roundMillis));
-            try (PyObject ns = pythonPerCall.call(roundSeconds, true)) {
-                pythonCpu = Math.min(pythonCpu, ns.asDouble());
+            });
+            // torch's thread count is per thread: the hand-off's thread gets one, as the runtime's threads do.
+            spinning.call(() -> py.exec("torch.set_num_threads(1)"));
+            Runnable noop = () -> { };
+            Runnable busy = () -> HandOff.work(steps);
+            Runnable[] tasks = {noop, busy, modelCall};
+            for (int round = 0; round < 5; round++) {
+                for (int k = 0; k < tasks.length; k++) {
+                    Runnable task = tasks[k];
+                    best[3 * k] = Math.min(best[3 * k], InFork.nanosPerCall(1, roundMillis, () -> {
+                        task.run();
+                        return null;
+                    })[0]);
+                    best[3 * k + 1] = Math.min(best[3 * k + 1], inVirtualThread(() -> spinning.call(task), roundMillis));
+                    if (k < 2) { // a parked model thread is the runtime's case only after a quiet while
+                        best[3 * k + 2] = Math.min(best[3 * k + 2], inVirtualThread(() -> parking.call(task), roundMillis));
+                    }
+                }
+            }
+            floor = InFork.nanosPerCall(5, roundMillis, () -> py.withGil(() -> {
+                try (PyObject t = api.toPyObject(x); ManagedTensor out = PythonDlpack.fromDlpack(output)) {
+                    return out.tensor().withData(s -> s.getAtIndex(ValueLayout.JAVA_FLOAT, 0));
+                }
+            }), () -> {
+                modelCall.run();
+                return null;
+            });
+            // CPU time of this thread per call, which another process's load on the cores disturbs less than wall time.
+            for (int round = 0; round < 5; round++) {
+                predictCpu = Math.min(predictCpu, cpuPerCall(this::predict, roundMillis));
+                try (PyObject ns = pythonPerCall.call(roundSeconds, true)) {
+                    pythonCpu = Math.min(pythonCpu, ns.asDouble());
+                }
+                floorCpu = Math.min(floorCpu, cpuPerCall(() -> {
+                    modelCall.run();
+                    return 0;
+                }, roundMillis));
             }
         }
+        System.out.printf("%n[in-fork] modelPredict %s floor of a virtual thread's hand-off to a platform thread and back"
+                        + " (no runtime), over the same task on a platform thread: a no-op %+.1f us (parking at once %+.1f us);"
+                        + " CPU work of %.1f us (as long as Python's call) %+.1f us (parking at once %+.1f us); the model's"
+                        + " call from Java (tensor, call, import; %.1f us) %+.1f us; predict from a virtual thread in this"
+                        + " fork %+.1f us%n",
+                model, (best[1] - best[0]) / 1e3, (best[2] - best[0]) / 1e3, best[3] / 1e3, (best[4] - best[3]) / 1e3,
+                (best[5] - best[3]) / 1e3, best[6] / 1e3, (best[7] - best[6]) / 1e3, (virtual - platform) / 1e3);
         System.out.printf("%n[in-fork] modelPredict %s floor of 1.1x: a torch tensor over the Java input and one output"
                         + " imported, no model, %.2f us = %.3f of Python's call; the model called from Java with only"
                         + " those around it %.1f us = %.3fx Python's call (%.1f us); predict in this fork %.3fx;"
-                        + " in CPU time of the calling thread predict %.1f us, Python's call %.1f us (%.3fx)%n",
+                        + " in CPU time of the calling thread predict %.1f us, Python's call %.1f us (%.3fx), the model"
+                        + " called from Java with only those around it %.1f us (%.3fx)%n",
                 model, floor[0] / 1e3, floor[0] / python, floor[1] / 1e3, floor[1] / python, python / 1e3,
-                platform / python, predictCpu / 1e3, pythonCpu / 1e3, predictCpu / pythonCpu);
+                platform / python, predictCpu / 1e3, pythonCpu / 1e3, predictCpu / pythonCpu, floorCpu / 1e3,
+                floorCpu / pythonCpu);
     }
 
     /** {@return the ns of this thread's CPU time per call of {@code call}, run for {@code millis} of wall time} */
