@@ -81,14 +81,14 @@ class Runner:
 
     def entry(self) -> Callable[..., object]:
         """What Java calls: this Runner, or for a torch model with one declared output whose inputs
-        are torch tensors already, a plain function of the same convention (cheaper to call)."""
+        need no conversion here, a plain function of the same convention (cheaper to call)."""
         if self.torch is not None and self.convert is None and self.outputs is not None and len(self.outputs) == 1:
             return self.one_output()
         return self
 
     def one_output(self) -> Callable[..., object]:
-        """The call of a torch model with one declared output and inputs that are torch tensors already:
-        the same convention as ``__call__``, in a plain function (cheaper to call than an instance), the
+        """The call of a torch model with one declared output and inputs that need no conversion: the
+        same convention as ``__call__``, in a plain function (cheaper to call than an instance), the
         thread's torch settings made once by Java (``prepare_thread``) instead of a thread-local look-up."""
         model = self.model
         guard = self.inference_mode
