@@ -4,10 +4,13 @@ import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.model.PythonModel;
+import io.github.dlpack4j.python.ExchangeApi;
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 import io.github.dlpack4j.python.PythonDlpack;
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
@@ -42,6 +45,9 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  *   <li>{@code modelPredict}: predict from a platform thread and from a virtual thread, one row, no
  *       batching, over Python's {@code model(x)} (targets at most 1.1x, and the virtual thread at
  *       most 5 µs more), and over the hand-written loop (what the runtime costs per call);</li>
+ *   <li>the floors of those two targets ({@code floor} lines): a virtual thread's bare hand-off to a
+ *       platform thread and back ({@link HandOff}), and the torch tensor plus output import that any
+ *       call from Java needs, each beside the figure it bounds;</li>
  *   <li>{@code modelThroughput} (mlp): 64 virtual threads calling predict with one row each, for 2 s,
  *       with {@code batching(64, 1 ms)} and without: requests/s and p99 (target at least 3x).</li>
  * </ul>
@@ -74,17 +80,19 @@ public class ModelBench {
                 model = torch.jit.load(path, map_location="cpu")
                 model.eval()
                 x = torch.randn(*shape)
-                def per_call(seconds):
+                def per_call(seconds, cpu=False):
+                    # ns per call of wall-clock time, or with cpu of this thread's CPU time
                     gc.enable()
                     n = 0
                     start = time.perf_counter_ns()
+                    cpu_start = time.thread_time_ns()
                     while True:
                         with torch.inference_mode():
                             model(x)
                         n += 1
                         elapsed = time.perf_counter_ns() - start
                         if elapsed >= seconds * 1e9:
-                            return elapsed / n
+                            return (time.thread_time_ns() - cpu_start) / n if cpu else elapsed / n
                 return per_call
             """;
 
@@ -101,6 +109,8 @@ public class ModelBench {
     private Tensor buffer;
     private PyObject bufferView;
     private PyObject handModel;
+    // The same model behind torch's C++ inference-mode guard, as the runtime's Runner enters it.
+    private PyObject guardedModel;
     private float[] request;
 
     @Setup(Level.Trial)
@@ -127,6 +137,9 @@ public class ModelBench {
         py.exec("_m = torch.jit.load(" + pyString(file.toString()) + ", map_location='cpu')\n_m.eval()\n"
                 + "def hand_infer(x):\n    with torch.inference_mode():\n        return _m(x)\n");
         handModel = py.getGlobal("hand_infer");
+        py.exec("_guard = getattr(torch._C, '_InferenceMode', None)\n"
+                + "def guarded_infer(x):\n    with _guard(True):\n        return _m(x)\n");
+        guardedModel = py.getGlobal("guarded_infer");
     }
 
     private long[] inputShape() {
@@ -174,7 +187,8 @@ public class ModelBench {
     public void tearDown(BenchmarkParams params) throws Exception {
         String name = params.getBenchmark();
         if (name.endsWith(".predict")) {
-            printPredict();
+            double[] figures = printPredict();
+            printFloors(figures[0], figures[1], figures[2]);
             if (model.equals("mlp")) {
                 printThroughput();
             }
@@ -183,6 +197,7 @@ public class ModelBench {
         py.withGil(() -> {
             bufferView.close();
             handModel.close();
+            guardedModel.close();
             pythonPerCall.close();
         });
         buffer.close();
@@ -195,8 +210,12 @@ public class ModelBench {
         Files.delete(dir);
     }
 
-    /** The per-call figures, in turns over five rounds, best round each. */
-    private void printPredict() throws InterruptedException {
+    /**
+     * The per-call figures, in turns over five rounds, best round each.
+     *
+     * @return predict's ns per call from a platform thread, from a virtual thread, and Python's call's
+     */
+    private double[] printPredict() throws InterruptedException {
         double roundSeconds = model.equals("mlp") ? 0.3 : 1.5;
         long roundNanos = (long) (roundSeconds * 1e9);
         double platform = Double.MAX_VALUE;
@@ -217,6 +236,124 @@ public class ModelBench {
                         + " from a virtual thread %.1f us (%+.1f us); the hand-written loop %.1f us: the runtime costs %+.1f us a call%n",
                 model, platform / 1e3, python / 1e3, platform / python, virtual / 1e3, (virtual - platform) / 1e3,
                 hand / 1e3, (platform - hand) / 1e3);
+        return new double[] {platform, virtual, python};
+    }
+
+    /**
+     * The floors of the two per-call targets, timed in this process after {@link #printPredict}:
+     * <ul>
+     *   <li>for the virtual thread's +5 µs: a virtual thread hands a task to a platform thread of
+     *       its own and waits for its end ({@link HandOff}: a volatile slot each way, both sides
+     *       looking for 50 µs before they park, or parking at once), with no runtime around it; the
+     *       task a no-op, a fixed amount of CPU work that takes as long as Python's call of the
+     *       model, or the model's call from Java with nothing around it; each over the same task run
+     *       on a platform thread;</li>
+     *   <li>for predict's 1.1x: what any call of a TorchScript model over a Java tensor must do
+     *       besides the model, a torch tensor over the Java memory (torch's C Exchange API) and one
+     *       output imported, in one GIL scope; and the model called from Java with only that around
+     *       it (torch's inference-mode guard entered in Python, as the runtime does): each over
+     *       Python's call; and predict over Python's call in CPU time of the calling thread (both
+     *       run all their work on it), which the other processes of a loaded machine disturb less.</li>
+     * </ul>
+     */
+    private void printFloors(double platform, double virtual, double python) throws Exception {
+        double roundSeconds = model.equals("mlp") ? 0.3 : 1.5;
+        long roundMillis = (long) (roundSeconds * 1e3);
+        long steps = HandOff.stepsFor((long) python);
+        double[] best = new double[8];
+        Arrays.fill(best, Double.MAX_VALUE);
+        double[] floor;
+        double predictCpu = Double.MAX_VALUE;
+        double pythonCpu = Double.MAX_VALUE;
+        double floorCpu = Double.MAX_VALUE;
+        try (PyObject torch = py.importModule("torch");
+             PyObject empty = torch.callMethod("empty", 0);
+             PyObject output = handModel.call(bufferView);
+             HandOff spinning = new HandOff(true); HandOff parking = new HandOff(false)) {
+            ExchangeApi api = ExchangeApi.fromObject(empty).orElseThrow();
+            // The call of the model from Java with nothing else: a torch tensor over x, the model, the import.
+            Runnable modelCall = () -> py.withGil(() -> {
+                try (PyObject t = api.toPyObject(x); PyObject y = guardedModel.call(t);
+                     ManagedTensor out = PythonDlpack.fromDlpack(y)) {
+                    return out.tensor().withData(s -> s.getAtIndex(ValueLayout.JAVA_FLOAT, 0));
+                }
+            });
+            // torch's thread count is per thread: the hand-off's thread gets one, as the runtime's threads do.
+            spinning.call(() -> py.exec("torch.set_num_threads(1)"));
+            Runnable noop = () -> { };
+            Runnable busy = () -> HandOff.work(steps);
+            Runnable[] tasks = {noop, busy, modelCall};
+            for (int round = 0; round < 5; round++) {
+                for (int k = 0; k < tasks.length; k++) {
+                    Runnable task = tasks[k];
+                    best[3 * k] = Math.min(best[3 * k], InFork.nanosPerCall(1, roundMillis, () -> {
+                        task.run();
+                        return null;
+                    })[0]);
+                    best[3 * k + 1] = Math.min(best[3 * k + 1], inVirtualThread(() -> spinning.call(task), roundMillis));
+                    if (k < 2) { // a parked model thread is the runtime's case only after a quiet while
+                        best[3 * k + 2] = Math.min(best[3 * k + 2], inVirtualThread(() -> parking.call(task), roundMillis));
+                    }
+                }
+            }
+            floor = InFork.nanosPerCall(5, roundMillis, () -> py.withGil(() -> {
+                try (PyObject t = api.toPyObject(x); ManagedTensor out = PythonDlpack.fromDlpack(output)) {
+                    return out.tensor().withData(s -> s.getAtIndex(ValueLayout.JAVA_FLOAT, 0));
+                }
+            }), () -> {
+                modelCall.run();
+                return null;
+            });
+            // CPU time of this thread per call, which another process's load on the cores disturbs less than wall time.
+            for (int round = 0; round < 5; round++) {
+                predictCpu = Math.min(predictCpu, cpuPerCall(this::predict, roundMillis));
+                try (PyObject ns = pythonPerCall.call(roundSeconds, true)) {
+                    pythonCpu = Math.min(pythonCpu, ns.asDouble());
+                }
+                floorCpu = Math.min(floorCpu, cpuPerCall(() -> {
+                    modelCall.run();
+                    return 0;
+                }, roundMillis));
+            }
+        }
+        System.out.printf("%n[in-fork] modelPredict %s floor of a virtual thread's hand-off to a platform thread and back"
+                        + " (no runtime), over the same task on a platform thread: a no-op %+.1f us (parking at once %+.1f us);"
+                        + " CPU work of %.1f us (as long as Python's call) %+.1f us (parking at once %+.1f us); the model's"
+                        + " call from Java (tensor, call, import; %.1f us) %+.1f us; predict from a virtual thread in this"
+                        + " fork %+.1f us%n",
+                model, (best[1] - best[0]) / 1e3, (best[2] - best[0]) / 1e3, best[3] / 1e3, (best[4] - best[3]) / 1e3,
+                (best[5] - best[3]) / 1e3, best[6] / 1e3, (best[7] - best[6]) / 1e3, (virtual - platform) / 1e3);
+        System.out.printf("%n[in-fork] modelPredict %s floor of 1.1x: a torch tensor over the Java input and one output"
+                        + " imported, no model, %.2f us = %.3f of Python's call; the model called from Java with only"
+                        + " those around it %.1f us = %.3fx Python's call (%.1f us); predict in this fork %.3fx;"
+                        + " in CPU time of the calling thread predict %.1f us, Python's call %.1f us (%.3fx), the model"
+                        + " called from Java with only those around it %.1f us (%.3fx)%n",
+                model, floor[0] / 1e3, floor[0] / python, floor[1] / 1e3, floor[1] / python, python / 1e3,
+                platform / python, predictCpu / 1e3, pythonCpu / 1e3, predictCpu / pythonCpu, floorCpu / 1e3,
+                floorCpu / pythonCpu);
+    }
+
+    /** {@return the ns of this thread's CPU time per call of {@code call}, run for {@code millis} of wall time} */
+    private static double cpuPerCall(DoubleSupplier call, long millis) {
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        long n = 0;
+        long start = System.nanoTime();
+        long cpuStart = threads.getCurrentThreadCpuTime();
+        do {
+            call.getAsDouble();
+            n++;
+        } while (System.nanoTime() - start < millis * 1_000_000L);
+        return (double) (threads.getCurrentThreadCpuTime() - cpuStart) / n;
+    }
+
+    /** {@return the ns per call of {@code call}, run on a new virtual thread for {@code millis}} */
+    private static double inVirtualThread(Runnable call, long millis) throws InterruptedException {
+        AtomicReference<Double> ns = new AtomicReference<>();
+        Thread.ofVirtual().start(() -> ns.set(InFork.nanosPerCall(1, millis, () -> {
+            call.run();
+            return null;
+        })[0])).join();
+        return ns.get();
     }
 
     /** {@return the ns per call of {@code call} run for {@code nanos} on this thread} */

@@ -28,7 +28,17 @@ final class Look {
      * @return whether it happened while this thread looked (false: it did not look, or gave up)
      */
     boolean lookFor(BooleanSupplier happened) {
-        if (misses >= GIVE_UP_AFTER && ++skipped % RETRY_EVERY != 0) {
+        return lookFor(happened, false);
+    }
+
+    /**
+     * Spins until {@code happened} is true, at most {@link #NANOS}; with {@code evenGivingUp} also
+     * while giving up, for a caller that judges by other means whether a look pays.
+     *
+     * @return whether it happened while this thread looked (false: it did not look, or gave up)
+     */
+    boolean lookFor(BooleanSupplier happened, boolean evenGivingUp) {
+        if (!evenGivingUp && misses >= GIVE_UP_AFTER && ++skipped % RETRY_EVERY != 0) {
             return false;
         }
         if (!looking.compareAndSet(false, true)) {

@@ -26,6 +26,13 @@ final class ModelCall {
     private final Python python;
     /** The {@code Runner} around the model's callable. */
     private final PyObject runner;
+    /** What a call calls: the {@code Runner}'s {@code entry()}: the {@code Runner} itself, or a plain function for the common case. */
+    private final PyObject entry;
+    /**
+     * Whether this thread has the model's torch settings ({@code Runner.prepare_thread}): checked in
+     * Java, once per thread, rather than through a Python thread-local on every call.
+     */
+    private final ThreadLocal<Boolean> prepared = new ThreadLocal<>();
     /** The declared outputs' names, or null when the model's result names them. */
     private final List<String> outputNames;
     /**
@@ -37,6 +44,7 @@ final class ModelCall {
     private ModelCall(Python python, PyObject runner, List<String> outputNames, ExchangeApi torch) {
         this.python = python;
         this.runner = runner;
+        this.entry = runner.callMethod("entry");
         this.outputNames = outputNames;
         this.torch = torch;
     }
@@ -134,13 +142,17 @@ final class ModelCall {
      */
     Outputs call(List<Tensor> inputs) {
         return python.withGil(() -> {
+            if (prepared.get() == null) {
+                runner.callMethod("prepare_thread").close();
+                prepared.set(Boolean.TRUE);
+            }
             PyObject[] args = new PyObject[inputs.size()];
             List<ManagedTensor> imported = new ArrayList<>();
             try {
                 for (int i = 0; i < args.length; i++) {
                     args[i] = torch != null ? torch.toPyObject(inputs.get(i)) : PythonDlpack.toPython(inputs.get(i));
                 }
-                try (PyObject result = runner.call((Object[]) args)) {
+                try (PyObject result = entry.call((Object[]) args)) {
                     if (outputNames != null && outputNames.size() == 1) { // the Runner returns it alone
                         imported.add(PythonDlpack.fromDlpack(result));
                         return new Outputs(outputNames, imported);
@@ -185,7 +197,10 @@ final class ModelCall {
 
     /** Lets go of the model's callable. */
     void close() {
-        python.withGil(runner::close);
+        python.withGil(() -> {
+            entry.close();
+            runner.close();
+        });
     }
 
     /**

@@ -7,6 +7,7 @@ import linecache
 import sys
 import threading
 import types
+from collections.abc import Callable
 
 
 def load_source(name, source, function, args):
@@ -77,6 +78,37 @@ class Runner:
             if self.inference_mode is None:
                 self.inference_mode = self.torch.inference_mode
                 self.inference_mode_args = ()
+
+    def entry(self) -> Callable[..., object]:
+        """What Java calls: this Runner, or for a torch model with one declared output whose inputs
+        need no conversion here, a plain function of the same convention (cheaper to call)."""
+        if self.torch is not None and self.convert is None and self.outputs is not None and len(self.outputs) == 1:
+            return self.one_output()
+        return self
+
+    def one_output(self) -> Callable[..., object]:
+        """The call of a torch model with one declared output and inputs that need no conversion: the
+        same convention as ``__call__``, in a plain function (cheaper to call than an instance), the
+        thread's torch settings made once by Java (``prepare_thread``) instead of a thread-local look-up."""
+        model = self.model
+        guard = self.inference_mode
+        guard_args = self.inference_mode_args
+        named = self.named
+
+        def call(*args: object) -> object:
+            with guard(*guard_args):
+                result = model(*args)
+            if isinstance(result, (dict, tuple, list)):
+                return named(result)[1][0]
+            return result
+
+        return call
+
+    def prepare_thread(self) -> None:
+        """Gives the calling thread the loading thread's torch settings, once per thread (see ``threads``)."""
+        if self.torch is not None and not getattr(self.local, "threads_set", False):
+            self.torch.set_num_threads(self.threads)
+            self.local.threads_set = True
 
     def __call__(self, *args):
         if self.convert is not None:

@@ -125,4 +125,32 @@ class CallingConventionTest {
                     .hasMessageContaining("returned 2 outputs; 1 are declared");
         }
     }
+
+    @Test
+    void aTorchModelWithOneDeclaredOutputMayReturnItAloneInATupleOrInADictByName() {
+        String code = """
+                import torch
+
+                def make(kind):
+                    def call(x):
+                        y = torch.from_dlpack(x) * 2
+                        return {"tensor": y, "tuple": (y,), "list": [y], "dict": {"y": y, "other": y}}[kind]
+                    return call
+                """;
+        for (String kind : new String[] {"tensor", "tuple", "list", "dict"}) {
+            try (PythonModel model = PythonModel.builder().python(Models.PY).name("one-" + kind).source(code, "make", kind)
+                    .output("y", DataType.FLOAT64, 2).build();
+                 Tensor x = Tensor.of(new double[] {1, 2}, 2);
+                 Tensor y = model.predict(x)) {
+                assertThat(y.toDoubleArray()).as(kind).containsExactly(2, 4);
+            }
+        }
+        try (PythonModel model = PythonModel.builder().python(Models.PY).name("one-wrong").source(
+                        "import torch\n\ndef make():\n    return lambda x: {'z': torch.from_dlpack(x)}\n", "make")
+                .output("y", DataType.FLOAT64, 2).build();
+             Tensor x = Tensor.of(new double[] {1, 2}, 2)) {
+            assertThatThrownBy(() -> model.predict(x)).isInstanceOf(PythonException.class)
+                    .hasMessageContaining("returned a dict without ['y']");
+        }
+    }
 }

@@ -56,4 +56,17 @@ class LookTest {
         }
         assertThat(looked).as("the skipped looks before the retry").isGreaterThanOrEqualTo(Look.RETRY_EVERY - 2);
     }
+
+    @Test
+    void aLookAskedToLookEvenWhileGivingUpLooksAtOnceAndItsHitEndsTheGivingUp() {
+        Look look = new Look();
+        for (int i = 0; i < Look.GIVE_UP_AFTER; i++) {
+            look.lookFor(() -> false);
+        }
+        AtomicInteger asked = new AtomicInteger();
+        assertThat(look.lookFor(() -> asked.incrementAndGet() >= 5, true)).isTrue();
+        assertThat(asked).as("it looked at once, not once in thirty-two").hasValue(5);
+        AtomicInteger plain = new AtomicInteger();
+        assertThat(look.lookFor(() -> plain.incrementAndGet() > 0)).as("its hit reset the misses").isTrue();
+    }
 }
