@@ -1,7 +1,6 @@
 package io.github.dlpack4j.spark;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
@@ -20,37 +19,18 @@ import org.apache.spark.util.TaskCompletionListener;
  * called through the executor's runtime ({@link ExecutorPython#model}), output rows written, one
  * batch at a time as Spark asks for the rows.
  */
-final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, InternalRow> {
+final class InferenceTask extends TaskPlan implements FlatMapFunction<Iterator<InternalRow>, InternalRow> {
     private static final long serialVersionUID = 1L;
 
     private final StructType rowsSchema;
-    private final List<TensorColumn> packed;
-    private final int[] inputs;
-    private final int[] passThrough;
-    private final List<TensorColumn> outputs;
-    private final List<TensorColumn> written;
-    private final String key;
-    private final PythonModel model;
-    private final int batchSize;
-    private final InferenceMetrics metrics;
     /** The output rows' schema. */
     private final StructType outputSchema;
 
     InferenceTask(StructType rowsSchema, List<TensorColumn> packed, List<TensorColumn> inputs,
                   List<TensorColumn> passThrough, List<TensorColumn> outputs, String key, PythonModel model,
                   int batchSize, InferenceMetrics metrics) {
+        super(packed, inputs, passThrough, outputs, key, model, batchSize, metrics);
         this.rowsSchema = rowsSchema;
-        this.packed = packed;
-        this.inputs = inputs.stream().mapToInt(packed::indexOf).toArray();
-        this.passThrough = passThrough.stream().mapToInt(packed::indexOf).toArray();
-        this.outputs = outputs;
-        List<TensorColumn> w = new ArrayList<>(passThrough);
-        w.addAll(outputs);
-        this.written = List.copyOf(w);
-        this.key = key;
-        this.model = model;
-        this.batchSize = batchSize;
-        this.metrics = metrics;
         this.outputSchema = TensorsToRows.of(written).schema(); // checks the output columns on the driver already
     }
 
@@ -60,8 +40,7 @@ final class InferenceTask implements FlatMapFunction<Iterator<InternalRow>, Inte
 
     @Override
     public Iterator<InternalRow> call(Iterator<InternalRow> rows) {
-        List<TensorColumn> in = Arrays.stream(inputs).mapToObj(packed::get).toList();
-        BatchScorer scorer = new BatchScorer(model, in, outputs, metrics);
+        BatchScorer scorer = new BatchScorer(model, inputColumns(), outputs, metrics);
         if (metrics != null) {
             metrics.taskStarted();
         }

@@ -7,7 +7,6 @@ import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.Iterator;
 import java.util.LinkedHashSet;
@@ -44,7 +43,7 @@ import org.apache.spark.api.java.function.FlatMapFunction;
  * attempt's own under the job's temporary directory. The driver commits the files of the attempts
  * that Spark took; the others are deleted with the temporary directory.
  */
-final class ParquetTask implements FlatMapFunction<Iterator<String>, ParquetTask.Written> {
+final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<String>, ParquetTask.Written> {
     private static final long serialVersionUID = 1L;
     /**
      * The allocator of this JVM's Parquet tasks, never closed: a batch's input buffers stay
@@ -58,32 +57,13 @@ final class ParquetTask implements FlatMapFunction<Iterator<String>, ParquetTask
     /** Nanoseconds the load took; -1 until it is done, -2 once reported. */
     private static long arrowLoadNanos = -1;
 
-    private final List<TensorColumn> packed;
-    private final int[] inputs;
-    private final int[] passThrough;
-    private final List<TensorColumn> outputs;
-    private final List<TensorColumn> written;
-    private final String key;
-    private final PythonModel model;
-    private final int batchSize;
-    private final InferenceMetrics metrics;
     /** The job's temporary directory. */
     private final String temporary;
 
     ParquetTask(List<TensorColumn> packed, List<TensorColumn> inputs, List<TensorColumn> passThrough,
                 List<TensorColumn> outputs, String key, PythonModel model, int batchSize, InferenceMetrics metrics,
                 String temporary) {
-        this.packed = packed;
-        this.inputs = inputs.stream().mapToInt(packed::indexOf).toArray();
-        this.passThrough = passThrough.stream().mapToInt(packed::indexOf).toArray();
-        this.outputs = outputs;
-        List<TensorColumn> w = new ArrayList<>(passThrough);
-        w.addAll(outputs);
-        this.written = List.copyOf(w);
-        this.key = key;
-        this.model = model;
-        this.batchSize = batchSize;
-        this.metrics = metrics;
+        super(packed, inputs, passThrough, outputs, key, model, batchSize, metrics);
         this.temporary = temporary;
         ArrowColumns.outputSchema(written); // refuses what Arrow cannot hold, on the driver already
     }
@@ -110,8 +90,7 @@ final class ParquetTask implements FlatMapFunction<Iterator<String>, ParquetTask
         }
         startArrowLoad();
         List<Written> done = new ArrayList<>();
-        try (BatchScorer scorer = new BatchScorer(model,
-                Arrays.stream(inputs).mapToObj(packed::get).toList(), outputs, metrics)) {
+        try (BatchScorer scorer = new BatchScorer(model, inputColumns(), outputs, metrics)) {
             for (int k = 0; files.hasNext(); k++) {
                 Path dir = Path.of(temporary, "p" + partition + "-t" + attempt + "-f" + k);
                 done.add(score(files.next(), partition, dir, scorer, task));
