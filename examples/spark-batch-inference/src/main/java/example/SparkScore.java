@@ -80,6 +80,12 @@ public final class SparkScore {
                 // A task per 16 MiB of Parquet: enough tasks to share among the executors, and to rerun
                 // little when one is lost.
                 .set("spark.sql.files.maxPartitionBytes", "16m");
+        // --conf first: configure and warmUp keep the options and plugins it sets and add theirs.
+        for (String kv : a.getOrDefault("--conf", "").split("\n")) {
+            if (!kv.isEmpty()) {
+                conf.set(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
+            }
+        }
         ExecutorPython.configure(conf, python);
         // Each executor starts Python, imports torch and loads Arrow's library as it starts, while it
         // registers, instead of in its first task.
@@ -95,11 +101,6 @@ public final class SparkScore {
                     .set("spark.locality.wait", "0")
                     .set("spark.scheduler.minRegisteredResourcesRatio", "1.0")
                     .set("spark.scheduler.maxRegisteredResourcesWaitingTime", "120s");
-        }
-        for (String kv : a.getOrDefault("--conf", "").split("\n")) {
-            if (!kv.isEmpty()) {
-                conf.set(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
-            }
         }
         SparkSession spark = SparkSession.builder().config(conf).getOrCreate();
         double session = (System.currentTimeMillis() - ManagementFactory.getRuntimeMXBean().getStartTime()) / 1e3;
