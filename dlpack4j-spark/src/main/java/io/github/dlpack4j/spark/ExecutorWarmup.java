@@ -16,7 +16,8 @@ import org.apache.spark.api.plugin.SparkPlugin;
 /**
  * A Spark plugin that starts each executor's embedded Python as the executor starts, imports the
  * modules its models will need, and loads Arrow's dataset library for the Parquet route, all on a
- * thread of its own: the executor registers with the driver meanwhile, and its first task finds
+ * thread of its own (and on the driver, Arrow's library, with which the Parquet route reads the
+ * first file's schema): the executor registers with the driver meanwhile, and its first task finds
  * them ready instead of spending seconds on them (Python and torch took 1-5 s, Arrow's library
  * 0.8-1.9 s, in the example's executors). {@link ExecutorPython#warmUp} turns it on:
  *
@@ -40,9 +41,21 @@ public final class ExecutorWarmup implements SparkPlugin {
     public ExecutorWarmup() {
     }
 
+    /**
+     * {@return on the driver, a plugin that loads Arrow's dataset library as the application starts,
+     * unless {@value #ARROW} is {@code false}: the driver reads the first file's schema with it}
+     */
     @Override
     public DriverPlugin driverPlugin() {
-        return null;
+        return new DriverPlugin() {
+            @Override
+            public Map<String, String> init(org.apache.spark.SparkContext sc, PluginContext context) {
+                if (context.conf().getBoolean(ARROW, true)) {
+                    ParquetTask.startArrowLoad();
+                }
+                return Map.of();
+            }
+        };
     }
 
     @Override
