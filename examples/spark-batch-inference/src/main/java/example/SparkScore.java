@@ -19,6 +19,7 @@ import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 import io.github.dlpack4j.spark.BatchInference;
 import io.github.dlpack4j.spark.ExecutorPython;
+import io.github.dlpack4j.spark.ExecutorWarmup;
 import io.github.dlpack4j.spark.InferenceMetrics;
 import io.github.dlpack4j.spark.PythonModel;
 
@@ -80,12 +81,6 @@ public final class SparkScore {
                 // A task per 16 MiB of Parquet: enough tasks to share among the executors, and to rerun
                 // little when one is lost.
                 .set("spark.sql.files.maxPartitionBytes", "16m");
-        // --conf first: configure and warmUp keep the options and plugins it sets and add theirs.
-        for (String kv : a.getOrDefault("--conf", "").split("\n")) {
-            if (!kv.isEmpty()) {
-                conf.set(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
-            }
-        }
         ExecutorPython.configure(conf, python);
         // Each executor starts Python, imports torch and loads Arrow's library as it starts, while it
         // registers, instead of in its first task.
@@ -102,6 +97,15 @@ public final class SparkScore {
                     .set("spark.scheduler.minRegisteredResourcesRatio", "1.0")
                     .set("spark.scheduler.maxRegisteredResourcesWaitingTime", "120s");
         }
+        // --conf last, over the settings above; then configure and warmUp again, which keep what it set
+        // (its executor options, its plugins and modules) and add what they need if it dropped it.
+        for (String kv : a.getOrDefault("--conf", "").split("\n")) {
+            if (!kv.isEmpty()) {
+                conf.set(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
+            }
+        }
+        ExecutorPython.configure(conf, python);
+        ExecutorPython.warmUp(conf, conf.get(ExecutorWarmup.MODULES, "torch").split(","));
         SparkSession spark = SparkSession.builder().config(conf).getOrCreate();
         double session = (System.currentTimeMillis() - ManagementFactory.getRuntimeMXBean().getStartTime()) / 1e3;
         try {

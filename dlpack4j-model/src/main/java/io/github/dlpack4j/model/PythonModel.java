@@ -94,6 +94,8 @@ public final class PythonModel implements AutoCloseable {
      * under {@link Look#NANOS} a caller looks for its answer, above it it parks at once.
      */
     private volatile long answerNanos;
+    /** Lone calls that parked at once while {@link #answerNanos} was over the line (racy: a heuristic's count). */
+    private int lonePark;
     private final ModelCall call;
     /** One permit per model call that may run at once ({@link Builder#workers}): a worker or a caller's own call takes one. */
     private final Semaphore slots;
@@ -207,13 +209,14 @@ public final class PythonModel implements AutoCloseable {
         boolean alone = !scheduler.batching() && scheduler.inFlight() == 1;
         List<Map<String, Tensor>> answer = new ArrayList<>(1);
         // A caller inside a GIL scope lets it go: the workers need it to answer.
+        boolean[] looked = new boolean[1];
         python.allowThreads(() -> {
             if (alone) {
-                lookForAnswer(r);
+                looked[0] = lookForAnswer(r);
             }
             answer.add(await(r));
         });
-        if (alone) {
+        if (looked[0]) { // a parked call's time holds its wake-up: it would keep the average up for good
             long took = System.nanoTime() - r.admitted;
             long average = answerNanos;
             answerNanos = average + (took - average) / 8;
@@ -280,11 +283,18 @@ public final class PythonModel implements AutoCloseable {
      * looks that missed: a rare slow call (a model call's p99 here was 147 µs against 21 µs at
      * p50) made four misses in a row now and then, and the 31 calls that then parked at once each
      * paid a wake-up of the caller (a virtual thread: about 50 µs more a call when it always parks).
+     * Only calls that looked enter the average, and over the line one call in 32 looks anyway.
+     *
+     * @return whether the caller looked
      */
-    private void lookForAnswer(Request r) {
-        if (answerNanos < Look.NANOS) {
+    private boolean lookForAnswer(Request r) {
+        // Above the line, one lone call in 32 still looks, so that the average follows the answers
+        // down again when the machine quiets.
+        if (answerNanos < Look.NANOS || (lonePark++ & 31) == 31) {
             answers.lookFor(r::isDone, true);
+            return true;
         }
+        return false;
     }
 
     /**

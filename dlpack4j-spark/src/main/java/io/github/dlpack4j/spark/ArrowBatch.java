@@ -74,9 +74,9 @@ final class ArrowBatch {
     /** {@return the first of rows {@code [0, limit)} that {@code c} refuses in {@code v}, or {@code limit}} */
     private static int firstRefused(FieldVector v, TensorColumn c, int limit) {
         if (!c.isArray()) {
-            return v.getNullCount() == 0 ? limit : firstNull(v, 0, limit);
+            return v.getNullCount() == 0 ? limit : (int) firstNull(v, 0, limit);
         }
-        int bad = v.getNullCount() == 0 ? limit : firstNull(v, 0, limit);
+        int bad = v.getNullCount() == 0 ? limit : (int) firstNull(v, 0, limit);
         if (v instanceof FixedSizeListVector f) {
             if (f.getListSize() != c.length()) {
                 return 0; // every row holds another number of values
@@ -153,15 +153,6 @@ final class ArrowBatch {
         try (Tensor values = ArrowTensors.of((FieldVector) child(v), from, (long) rows * c.length(), NullPolicy.ACCEPT)) {
             return values.reshape(rows, c.length()).share();
         }
-    }
-
-    private static int firstNull(ValueVector v, int from, int limit) {
-        for (int i = from; i < limit; i++) {
-            if (v.isNull(i)) {
-                return i;
-            }
-        }
-        return limit;
     }
 
     private static long firstNull(ValueVector v, long from, long end) {

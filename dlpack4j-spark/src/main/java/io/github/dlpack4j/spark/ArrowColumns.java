@@ -61,7 +61,7 @@ final class ArrowColumns {
      *
      * @param file   the file
      * @param needed the columns the job reads: one of them of another type is refused here
-     * @return the file's schema, the columns without such counterparts left out
+     * @return the file's schema, the columns without such counterparts typed {@code void} (a key may be of any type)
      * @throws IllegalArgumentException naming the file and a needed column of another type
      */
     static StructType sparkSchema(String file, Collection<String> needed) {
@@ -78,6 +78,8 @@ final class ArrowColumns {
             } else if (needed.contains(f.getName())) {
                 throw new IllegalArgumentException("file " + Path.of(file).getFileName() + ": column " + f.getName()
                         + " is " + describe(f) + ", which no tensor column holds");
+            } else {
+                fields.add(new StructField(f.getName(), DataTypes.NullType, true, Metadata.empty())); // a key: any type
             }
         }
         return new StructType(fields.toArray(StructField[]::new));

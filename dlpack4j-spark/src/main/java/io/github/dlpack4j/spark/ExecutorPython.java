@@ -116,10 +116,11 @@ public final class ExecutorPython {
                 try {
                     get();
                     long start = System.nanoTime();
-                    mine.complete(build(model, outputs));
-                    synchronized (START) {
+                    io.github.dlpack4j.model.PythonModel built = build(model, outputs);
+                    synchronized (START) { // before the tasks waiting for it report this JVM's start-up
                         startupNanos[1] += System.nanoTime() - start;
                     }
+                    mine.complete(built);
                 } catch (RuntimeException | Error e) {
                     MODELS.remove(key.toString(), mine);
                     mine.completeExceptionally(e);

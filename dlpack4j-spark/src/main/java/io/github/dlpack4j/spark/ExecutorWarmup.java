@@ -58,6 +58,9 @@ public final class ExecutorWarmup implements SparkPlugin {
         };
     }
 
+    /**
+     * {@return on each executor, a plugin that starts the warm-up's thread as the executor starts}
+     */
     @Override
     public ExecutorPlugin executorPlugin() {
         return new ExecutorPlugin() {

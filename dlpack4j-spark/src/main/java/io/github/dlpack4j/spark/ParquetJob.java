@@ -69,10 +69,8 @@ final class ParquetJob {
                     .thenComparing(ParquetTask.Written::file)).toList()) {
                 rows += w.rows();
                 if (w.written() != null) {
+                    // one file a partition: parallelize(files, files.size()) gives each partition one file
                     Path to = out.resolve(String.format("part-%05d-%s.parquet", w.partition(), job));
-                    for (int k = 2; committed.contains(to); k++) {
-                        to = out.resolve(String.format("part-%05d-%s-%d.parquet", w.partition(), job, k));
-                    }
                     Files.move(Path.of(w.written()), to, StandardCopyOption.ATOMIC_MOVE);
                     committed.add(to);
                 }
@@ -89,10 +87,11 @@ final class ParquetJob {
             }
             return rows;
         } catch (IOException e) {
-            abort(sc, tag, out, committed);
-            throw new UncheckedIOException("committing " + out + ": " + e.getMessage(), e);
+            UncheckedIOException failure = new UncheckedIOException("committing " + out + ": " + e.getMessage(), e);
+            abort(sc, tag, out, committed, failure);
+            throw failure;
         } catch (Throwable e) { // SparkException too, which Scala throws undeclared
-            abort(sc, tag, out, committed);
+            abort(sc, tag, out, committed, e);
             throw e;
         }
     }
@@ -132,9 +131,14 @@ final class ParquetJob {
         }
     }
 
-    private static void abort(SparkContext sc, String tag, Path out, List<Path> committed) {
-        sc.cancelJobsWithTag(tag);
-        awaitTasks(sc, tag);
+    /** Cancels the job's tasks, waits for them and deletes what it wrote; a failure here joins {@code failure}. */
+    private static void abort(SparkContext sc, String tag, Path out, List<Path> committed, Throwable failure) {
+        try {
+            sc.cancelJobsWithTag(tag); // throws if the context stopped, which may be why the job failed
+            awaitTasks(sc, tag);
+        } catch (RuntimeException e) {
+            failure.addSuppressed(e);
+        }
         try {
             for (Path p : committed) {
                 Files.deleteIfExists(p);

@@ -239,11 +239,16 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
         return n;
     }
 
+    /** Stops the writer and deletes the attempt's directory; a failure to delete is left to the driver's sweep. */
     private static void abandon(ParquetSink sink, Path dir) {
         if (sink != null) {
             sink.abandon();
         }
-        deleteRecursively(dir);
+        try {
+            deleteRecursively(dir);
+        } catch (UncheckedIOException e) {
+            // the task's own failure is the one to report; the driver deletes _temporary
+        }
     }
 
     private static String onlyFile(Path dir) {

@@ -270,6 +270,23 @@ class ParquetRouteTest {
     }
 
     @Test
+    void a_key_of_a_type_no_tensor_holds_still_names_the_refused_row(@TempDir Path dir) {
+        Path input = dir.resolve("in");
+        py.exec(String.format("""
+                os.makedirs(%1$s)
+                pq.write_table(pa.table({"k": pa.array([6, 7], pa.uint32()),
+                                         "features": pa.array([[1, 2, 3], [1, 2]], pa.list_(pa.float32()))}),
+                               %1$s + "/bad.parquet")
+                """, py(input)));
+        BatchInference identity = BatchInference.builder().input("features", 3).key("k")
+                .model(PythonModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 3).build();
+
+        assertThatThrownBy(() -> identity.transformParquet(spark, input.toString(), dir.resolve("out").toString()))
+                .isInstanceOf(SparkException.class)
+                .hasMessageContaining("column features of the row with k=7 (row 1 of file bad.parquet) holds 2 values");
+    }
+
+    @Test
     void a_file_of_another_schema_fails_naming_the_file_and_the_column(@TempDir Path dir) {
         Path input = dir.resolve("in");
         py.exec(String.format("""
