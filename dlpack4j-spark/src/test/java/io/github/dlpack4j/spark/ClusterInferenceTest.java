@@ -119,7 +119,7 @@ class ClusterInferenceTest {
                 torch.manual_seed(0)
                 mlp = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 16))
                 torch.save(mlp.state_dict(), %2$s)
-                """, pyString(input), pyString(weights)));
+                """, Sparks.pyLiteral(input), Sparks.pyLiteral(weights)));
 
         BatchInference.builder().input("features", 256).passThrough("id").batchSize(512)
                 .model(PythonModel.fromSource("mlp", MLP, "load", weights, 1))
@@ -295,7 +295,7 @@ class ClusterInferenceTest {
                         pq.read_table(b).sort_by("id").column("scores").combine_chunks().values.to_numpy().reshape(-1, 16)
                     return t.column("id").to_pylist() == list(range(4800)) and \
                         bool(np.array_equal(got.view(np.int32), other.view(np.int32)))
-                """, pyString(input), pyString(weights)));
+                """, Sparks.pyLiteral(input), Sparks.pyLiteral(weights)));
         InferenceMetrics metrics = InferenceMetrics.register(spark.sparkContext());
         BatchInference mlp = BatchInference.builder().input("features", 256).passThrough("id").batchSize(512)
                 .model(PythonModel.fromSource("mlp", MLP, "load", weights, 1))
@@ -344,7 +344,7 @@ class ClusterInferenceTest {
                     features = pa.ListArray.from_arrays(pa.array(np.arange(0, 801, 4, dtype=np.int32)),
                                                         pa.array(x.reshape(-1)))
                     pq.write_table(pa.table({"id": pa.array(ids), "x": features}), f"{%1$s}/part-{part:02d}.parquet")
-                """, pyString(input)));
+                """, Sparks.pyLiteral(input)));
         AtomicInteger succeeded = new AtomicInteger();
         AtomicInteger failed = new AtomicInteger();
         AtomicInteger removed = new AtomicInteger();
@@ -429,8 +429,4 @@ class ClusterInferenceTest {
         return scala.jdk.javaapi.CollectionConverters.asScala(List.of(values)).toSeq();
     }
 
-    /** {@return {@code s} as a Python string literal} */
-    private static String pyString(String s) {
-        return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'";
-    }
 }

@@ -61,9 +61,6 @@ class ParquetRouteReviewTest {
         assertEveryArrowBufferReleased();
     }
 
-    private static String py(Object s) {
-        return "'" + s.toString().replace("\\", "\\\\").replace("'", "\\'") + "'";
-    }
 
     private static boolean truth(String expr) {
         try (PyObject o = py.eval(expr)) {
@@ -92,7 +89,7 @@ class ParquetRouteReviewTest {
         py.exec(String.format("""
                 os.makedirs(%1$s)
                 pq.write_table(review_table(range(300), 4, 3), %1$s + "/a.parquet")
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         String[] bodies = {
             "torch.from_dlpack(x).t().contiguous().t()", // column-major: strides [1, rows]
             "torch.stack([torch.from_dlpack(x), torch.from_dlpack(x)], 2)[:, :, 0]", // strides [8, 2]
@@ -103,7 +100,7 @@ class ParquetRouteReviewTest {
             Path out = dir.resolve("out" + i);
             assertThat(model("strided" + i, source, 4, 64).transformParquet(spark, input.toString(), out.toString()))
                     .isEqualTo(300);
-            assertThat(truth("review_same(" + py(input.resolve("a.parquet")) + ", " + py(onlyPart(out)) + ", 'y', 4)"))
+            assertThat(truth("review_same(" + Sparks.pyLiteral(input.resolve("a.parquet")) + ", " + Sparks.pyLiteral(onlyPart(out)) + ", 'y', 4)"))
                     .as(bodies[i]).isTrue();
         }
     }
@@ -114,7 +111,7 @@ class ParquetRouteReviewTest {
         py.exec(String.format("""
                 os.makedirs(%1$s)
                 pq.write_table(review_table(range(100), 4, 3), %1$s + "/a.parquet")
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         String source = """
                 import numpy as np
 
@@ -128,7 +125,7 @@ class ParquetRouteReviewTest {
         Path out = dir.resolve("out");
         assertThat(model("readonly", source, 4, 32).transformParquet(spark, input.toString(), out.toString()))
                 .isEqualTo(100);
-        assertThat(truth("review_same(" + py(input.resolve("a.parquet")) + ", " + py(onlyPart(out)) + ", 'y', 4)")).isTrue();
+        assertThat(truth("review_same(" + Sparks.pyLiteral(input.resolve("a.parquet")) + ", " + Sparks.pyLiteral(onlyPart(out)) + ", 'y', 4)")).isTrue();
     }
 
     @Test
@@ -138,7 +135,7 @@ class ParquetRouteReviewTest {
         py.exec(String.format("""
                 os.makedirs(%1$s)
                 pq.write_table(review_table(range(20000), 256, 5), %1$s + "/a.parquet")
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         String source = """
                 import torch
 
@@ -154,7 +151,7 @@ class ParquetRouteReviewTest {
         Path out = dir.resolve("out");
         assertThat(model("reuses", source, 256, 256).transformParquet(spark, input.toString(), out.toString()))
                 .isEqualTo(20000);
-        assertThat(truth("review_same(" + py(input.resolve("a.parquet")) + ", " + py(onlyPart(out)) + ", 'y', 256)"))
+        assertThat(truth("review_same(" + Sparks.pyLiteral(input.resolve("a.parquet")) + ", " + Sparks.pyLiteral(onlyPart(out)) + ", 'y', 256)"))
                 .as("the values of each batch, not a later batch's").isTrue();
     }
 
@@ -166,7 +163,7 @@ class ParquetRouteReviewTest {
                 os.makedirs(%1$s)
                 ids = np.random.default_rng(9).permutation(5000)
                 pq.write_table(review_table(ids, 8, 7), %1$s + "/a.parquet", row_group_size=37, use_dictionary=True)
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         // a new tensor, and the input itself: the output vector then views the scanner's batch
         String[] bodies = {"torch.from_dlpack(x) * 1", "torch.from_dlpack(x)"};
         for (int i = 0; i < bodies.length; i++) {
@@ -174,7 +171,7 @@ class ParquetRouteReviewTest {
             Path out = dir.resolve("out" + i);
             assertThat(model("order" + i, source, 8, 50).transformParquet(spark, input.toString(), out.toString()))
                     .isEqualTo(5000);
-            assertThat(truth("review_same(" + py(input.resolve("a.parquet")) + ", " + py(onlyPart(out)) + ", 'y', 8)"))
+            assertThat(truth("review_same(" + Sparks.pyLiteral(input.resolve("a.parquet")) + ", " + Sparks.pyLiteral(onlyPart(out)) + ", 'y', 8)"))
                     .as(bodies[i]).isTrue();
         }
     }
@@ -200,7 +197,7 @@ class ParquetRouteReviewTest {
                     os.makedirs(%1$s)
                     pq.write_table(pa.table({"id": pa.array(range(100, 105), pa.int64()), "a": %2$s, "b": %3$s}),
                                    %1$s + "/bad.parquet")
-                    """, py(input), cases[i][0], cases[i][1]));
+                    """, Sparks.pyLiteral(input), cases[i][0], cases[i][1]));
             String rowRoute = null;
             try {
                 two.transform(spark.read().parquet(input.toString())).write().parquet(dir.resolve("rows" + i).toString());
@@ -229,7 +226,7 @@ class ParquetRouteReviewTest {
                 t = pa.table({"name": pa.array(["a", "b", "c", "d"]).dictionary_encode(),
                               "features": pa.array([[1, 2], [1, 2], None, [1, 2]], pa.list_(pa.float32()))})
                 pq.write_table(t, %1$s + "/a.parquet")
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         BatchInference byName = BatchInference.builder().input("features", 2).key("name").batchSize(10)
                 .model(PythonModel.fromSource("identity", "import torch\n\ndef load():\n    return lambda x: torch.from_dlpack(x)\n", "load"))
                 .output("y", DataTypes.FloatType, 2).build();
@@ -245,11 +242,11 @@ class ParquetRouteReviewTest {
         py.exec(String.format("""
                 os.makedirs(%1$s)
                 pq.write_table(review_table(range(50), 4, 3), %1$s + "/a b%%20#.parquet")
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         Path out = dir.resolve("out put %41 #1");
         String identity = "import torch\n\ndef load():\n    return lambda x: torch.from_dlpack(x) * 1\n";
         assertThat(model("paths", identity, 4, 16).transformParquet(spark, input.toString(), out.toString())).isEqualTo(50);
-        assertThat(truth("review_same(" + py(input.resolve("a b%20#.parquet")) + ", " + py(onlyPart(out)) + ", 'y', 4)"))
+        assertThat(truth("review_same(" + Sparks.pyLiteral(input.resolve("a b%20#.parquet")) + ", " + Sparks.pyLiteral(onlyPart(out)) + ", 'y', 4)"))
                 .isTrue();
     }
 
@@ -279,7 +276,7 @@ class ParquetRouteReviewTest {
                 # the footer kept, a row group's pages overwritten: the reader fails mid-file
                 mid = len(data) // 2
                 open(%2$s + "/b.parquet", "wb").write(data[:mid] + b"\\xff" * 4096 + data[mid + 4096:])
-                """, py(junk), py(truncated)));
+                """, Sparks.pyLiteral(junk), Sparks.pyLiteral(truncated)));
         BatchInference identity = model("identity",
                 "import torch\n\ndef load():\n    return lambda x: torch.from_dlpack(x) * 1\n", 64, 100);
         for (Path input : List.of(junk, truncated)) {
@@ -304,7 +301,7 @@ class ParquetRouteReviewTest {
                 valid[99000] = False
                 f = pa.ListArray.from_arrays(f.offsets, f.values, mask=pa.array(~valid))
                 pq.write_table(t.set_column(1, "features", f), %1$s + "/a.parquet", row_group_size=20000)
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         String identity = "import torch\n\ndef load():\n    return lambda x: torch.from_dlpack(x)\n";
         assertThatThrownBy(() -> model("fast", identity, 256, 4096).transformParquet(spark, input.toString(),
                 dir.resolve("out").toString()))
@@ -320,7 +317,7 @@ class ParquetRouteReviewTest {
                 os.makedirs(%1$s)
                 for p in range(2):
                     pq.write_table(review_table(range(p * 3000, p * 3000 + 3000), 64, p), %1$s + f"/p{p}.parquet")
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         String source = """
                 import torch
 
@@ -347,7 +344,7 @@ class ParquetRouteReviewTest {
                 os.makedirs(%1$s)
                 for p in range(2):
                     pq.write_table(review_table(range(p * 20000, p * 20000 + 20000), 256, p), %1$s + f"/p{p}.parquet")
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         String source = """
                 import torch, time
 

@@ -62,10 +62,6 @@ class ParquetRouteTest {
                 """);
     }
 
-    /** {@return {@code s} as a Python string literal} */
-    private static String py(Object s) {
-        return "'" + s.toString().replace("\\", "\\\\").replace("'", "\\'") + "'";
-    }
 
     private static BatchInference mlp(Path weights, int batch) {
         return BatchInference.builder().input("features", 256).passThrough("id").batchSize(batch)
@@ -82,7 +78,7 @@ class ParquetRouteTest {
                 torch.manual_seed(0)
                 mlp = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 16))
                 torch.save(mlp.state_dict(), %2$s)
-                """, py(input), py(weights)));
+                """, Sparks.pyLiteral(input), Sparks.pyLiteral(weights)));
     }
 
     @Test
@@ -123,7 +119,7 @@ class ParquetRouteTest {
                           "torch": bool(np.array_equal(got.view(np.int32), want.view(np.int32))),
                           "row route": bool(np.array_equal(got.view(np.int32), rows.view(np.int32))),
                           "files": sorted(f for f in os.listdir(%3$s))}
-                """, py(input), py(weights), py(dir.resolve("arrow")), py(dir.resolve("rows"))));
+                """, Sparks.pyLiteral(input), Sparks.pyLiteral(weights), Sparks.pyLiteral(dir.resolve("arrow")), Sparks.pyLiteral(dir.resolve("rows"))));
         try (PyObject report = py.getGlobal("report")) {
             @SuppressWarnings("unchecked")
             Map<String, Object> r = (Map<String, Object>) report.toJava();
@@ -156,7 +152,7 @@ class ParquetRouteTest {
                         cols["a_" + name] = pa.ListArray.from_arrays(pa.array(np.arange(0, 121, 3, dtype=np.int32)),
                                                                      pa.array(v))
                     pq.write_table(pa.table(cols), f"{%1$s}/part-{part}.parquet", row_group_size=15)
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         List<String> names = List.of("tinyint", "smallint", "int", "bigint", "float", "double");
         List<DataType> types = List.of(DataTypes.ByteType, DataTypes.ShortType, DataTypes.IntegerType,
                 DataTypes.LongType, DataTypes.FloatType, DataTypes.DoubleType);
@@ -207,7 +203,7 @@ class ParquetRouteTest {
                                f"{%1$s}/c-large.parquet", store_schema=True)
                 want_ids = list(range(1000))
                 want = t.column("features").combine_chunks().values.to_numpy().reshape(-1, 8)
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         BatchInference identity = BatchInference.builder().input("features", 8).passThrough("id").batchSize(64)
                 .model(PythonModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 8).build();
 
@@ -216,7 +212,7 @@ class ParquetRouteTest {
         py.exec(String.format("""
                 ids, got = rows_of(%1$s, "y", 8)
                 same = ids == want_ids and bool(np.array_equal(got.view(np.int32), want.view(np.int32)))
-                """, py(dir.resolve("out"))));
+                """, Sparks.pyLiteral(dir.resolve("out"))));
         try (PyObject same = py.getGlobal("same")) {
             assertThat(same.toJava()).isEqualTo(true);
         }
@@ -247,7 +243,7 @@ class ParquetRouteTest {
                     pq.write_table(features_table(0, 10, 3, 1), %1$s + "/a-good.parquet")
                     pq.write_table(pa.table({"id": pa.array([10, 11, 12], pa.int64()), "features": %2$s}),
                                    %1$s + "/bad.parquet")
-                    """, py(input), cases[i]));
+                    """, Sparks.pyLiteral(input), cases[i]));
             assertThatThrownBy(() -> identity.transformParquet(spark, input.toString(), output.toString()))
                     .isInstanceOf(SparkException.class).hasMessageContaining(messages[i]);
             try (Stream<Path> left = Files.walk(output)) {
@@ -260,7 +256,7 @@ class ParquetRouteTest {
                 os.makedirs(%1$s)
                 pq.write_table(pa.table({"id": pa.array([10, None], pa.int64()), "x": pa.array([1.0, 2.0])}),
                                %1$s + "/n.parquet")
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         BatchInference byKey = BatchInference.builder().input("x").passThrough("id").key("x")
                 .model(PythonModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.DoubleType).build();
         assertThatThrownBy(() -> byKey.transformParquet(spark, input.toString(), dir.resolve("null-out").toString()))
@@ -277,7 +273,7 @@ class ParquetRouteTest {
                 pq.write_table(pa.table({"k": pa.array([6, 7], pa.uint32()),
                                          "features": pa.array([[1, 2, 3], [1, 2]], pa.list_(pa.float32()))}),
                                %1$s + "/bad.parquet")
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         BatchInference identity = BatchInference.builder().input("features", 3).key("k")
                 .model(PythonModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 3).build();
 
@@ -295,7 +291,7 @@ class ParquetRouteTest {
                 pq.write_table(pa.table({"id": pa.array([10], pa.int64()),
                                          "features": pa.array([[1, 2, 3]], pa.list_(pa.float64()))}), %1$s + "/b.parquet")
                 pq.write_table(pa.table({"id": pa.array([11], pa.int64())}), %1$s + "/c.parquet")
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         BatchInference identity = BatchInference.builder().input("features", 3).passThrough("id")
                 .model(PythonModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 3).build();
 
@@ -315,7 +311,7 @@ class ParquetRouteTest {
                 os.makedirs(%1$s + "-mixed")
                 pq.write_table(features_table(0, 0, 3, 1), %1$s + "-mixed/a-empty.parquet")
                 pq.write_table(features_table(0, 5, 3, 1), %1$s + "-mixed/b.parquet")
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         BatchInference identity = BatchInference.builder().input("features", 3).passThrough("id")
                 .model(PythonModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 3).build();
 
@@ -331,7 +327,7 @@ class ParquetRouteTest {
         py.exec(String.format("""
                 empty = pq.read_table(%1$s)
                 empty_report = [empty.num_rows, empty.column_names]
-                """, py(dir.resolve("out"))));
+                """, Sparks.pyLiteral(dir.resolve("out"))));
         try (PyObject report = py.getGlobal("empty_report")) {
             assertThat(report.toJava()).isEqualTo(List.of(0L, List.of("id", "y")));
         }
@@ -343,7 +339,7 @@ class ParquetRouteTest {
         py.exec(String.format("""
                 os.makedirs(%1$s)
                 pq.write_table(features_table(0, 10, 3, 1), %1$s + "/a.parquet")
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         BatchInference wrong = BatchInference.builder().input("features", 3).passThrough("id")
                 .model(PythonModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 4).build();
 
@@ -359,7 +355,7 @@ class ParquetRouteTest {
         py.exec(String.format("""
                 os.makedirs(%1$s)
                 pq.write_table(pa.table({"id": pa.array([1], pa.int64()), "b": pa.array([True])}), %1$s + "/a.parquet")
-                """, py(input)));
+                """, Sparks.pyLiteral(input)));
         Files.createDirectories(dir.resolve("out"));
         Files.writeString(dir.resolve("out/x"), "x");
         BatchInference identity = BatchInference.builder().input("id").passThrough("id")

@@ -35,6 +35,11 @@ final class Sparks {
         return session("local-cluster[" + executors + ",1,1024]");
     }
 
+    /** {@return {@code s} (a path, say) as a Python string literal} */
+    static String pyLiteral(Object s) {
+        return "'" + s.toString().replace("\\", "\\\\").replace("'", "\\'") + "'";
+    }
+
     /** {@return the Python the tests embed: the reactor's .venv, from the POM} */
     static String python() {
         String p = System.getProperty("dlpack4j.python");
