@@ -6,7 +6,8 @@ import java.util.function.BooleanSupplier;
 /**
  * A bounded look for something about to happen (a request for an idle model thread, an answer for
  * a caller), before the thread parks: waking a parked thread costs more than a small model's call.
- * One thread looks at a time, for at most {@link #NANOS}; after {@link #GIVE_UP_AFTER} looks in a row
+ * One thread looks at a time, for at most {@link #NANOS}; after {@link #GIVE_UP_AFTER} looks in a row (or
+ * as many as it is made with)
  * that found nothing (requests that come further apart, a model slower than the look), it looks
  * only once in {@link #RETRY_EVERY} times, so a service whose calls never come that close burns
  * next to no CPU on it.
@@ -17,10 +18,22 @@ final class Look {
     static final int RETRY_EVERY = 32;
 
     private final AtomicBoolean looking = new AtomicBoolean();
+    /** The misses in a row after which it gives up. */
+    private final int giveUpAfter;
     /** Looks in a row that found nothing; written by the one looker. */
     private volatile int misses;
     /** Looks skipped since the last one made, while giving up; racy, as a hint. */
     private int skipped;
+
+    /** A look that gives up after {@link #GIVE_UP_AFTER} misses in a row. */
+    Look() {
+        this(GIVE_UP_AFTER);
+    }
+
+    /** @param giveUpAfter the misses in a row after which it looks only once in {@link #RETRY_EVERY} times */
+    Look(int giveUpAfter) {
+        this.giveUpAfter = giveUpAfter;
+    }
 
     /**
      * Spins until {@code happened} is true, at most {@link #NANOS}.
@@ -38,7 +51,7 @@ final class Look {
      * @return whether it happened while this thread looked (false: it did not look, or gave up)
      */
     boolean lookFor(BooleanSupplier happened, boolean evenGivingUp) {
-        if (!evenGivingUp && misses >= GIVE_UP_AFTER && ++skipped % RETRY_EVERY != 0) {
+        if (!evenGivingUp && misses >= giveUpAfter && ++skipped % RETRY_EVERY != 0) {
             return false;
         }
         if (!looking.compareAndSet(false, true)) {

@@ -87,15 +87,12 @@ public final class PythonModel implements AutoCloseable {
     private final Duration timeout;
     private final List<Thread> workers = new ArrayList<>();
     private final AtomicBoolean closed = new AtomicBoolean();
-    /** The callers' look for their answers ({@link #lookForAnswer}). */
-    private final Look answers = new Look();
     /**
-     * A moving average of how long a lone caller's answer took, from admission (ns; racy, a hint):
-     * under {@link Look#NANOS} a caller looks for its answer, above it it parks at once.
+     * The callers' look for their answers ({@link #lookForAnswer}); it gives up after 16 misses in a
+     * row, not 4: a quick model's calls are slow in clusters now and then on a busy machine (a
+     * virtual thread in a loop of mlp calls skipped a third of its looks with 4).
      */
-    private volatile long answerNanos;
-    /** Lone calls that parked at once while {@link #answerNanos} was over the line (racy: a heuristic's count). */
-    private int lonePark;
+    private final Look answers = new Look(16);
     private final ModelCall call;
     /** One permit per model call that may run at once ({@link Builder#workers}): a worker or a caller's own call takes one. */
     private final Semaphore slots;
@@ -209,18 +206,12 @@ public final class PythonModel implements AutoCloseable {
         boolean alone = !scheduler.batching() && scheduler.inFlight() == 1;
         List<Map<String, Tensor>> answer = new ArrayList<>(1);
         // A caller inside a GIL scope lets it go: the workers need it to answer.
-        boolean[] looked = new boolean[1];
         python.allowThreads(() -> {
             if (alone) {
-                looked[0] = lookForAnswer(r);
+                lookForAnswer(r);
             }
             answer.add(await(r));
         });
-        if (looked[0]) { // a parked call's time holds its wake-up: it would keep the average up for good
-            long took = System.nanoTime() - r.admitted;
-            long average = answerNanos;
-            answerNanos = average + (took - average) / 8;
-        }
         return answer.getFirst();
     }
 
@@ -275,26 +266,21 @@ public final class PythonModel implements AutoCloseable {
 
     /**
      * Without batching, a caller whose request is the only one in flight looks for its answer a
-     * moment ({@link Look}) before it parks: a small model answers within that, and waking a parked
-     * thread (a virtual thread's carrier included) costs more than such a model's call. With
-     * batching an answer comes after the batch gathers, and with other requests in flight it comes
-     * later while the cores have their work to do: those callers park at once. Whether a look pays
-     * is judged by how long lone callers' answers took lately ({@link #answerNanos}), not by the
-     * looks that missed: a rare slow call (a model call's p99 here was 147 µs against 21 µs at
-     * p50) made four misses in a row now and then, and the 31 calls that then parked at once each
-     * paid a wake-up of the caller (a virtual thread: about 50 µs more a call when it always parks).
-     * Only calls that looked enter the average, and over the line one call in 32 looks anyway.
-     *
-     * @return whether the caller looked
+     * moment ({@link Look}) before it parks, when the model's calls are {@linkplain
+     * Recorder#quickModel() quick}: such a model answers within that, and waking a parked thread (a
+     * virtual thread's carrier included) costs more than its call. With batching an answer comes
+     * after the batch gathers, and with other requests in flight it comes later while the cores
+     * have their work to do: those callers park at once. The model's own run time decides, not how
+     * long answers took: an answer that a parked caller waited for holds its wake-up and the
+     * worker's, so judged by those a quick model looked slow and both sides parked for good (a
+     * virtual thread in a loop of mlp calls: +34 µs a call, against +2 µs for the bare hand-off).
+     * Looks that keep missing (a machine too busy to answer within one) give up as {@link Look}
+     * says, after 16 misses in a row.
      */
-    private boolean lookForAnswer(Request r) {
-        // Above the line, one lone call in 32 still looks, so that the average follows the answers
-        // down again when the machine quiets.
-        if (answerNanos < Look.NANOS || (lonePark++ & 31) == 31) {
-            answers.lookFor(r::isDone, true);
-            return true;
+    private void lookForAnswer(Request r) {
+        if (recorder.quickModel()) {
+            answers.lookFor(r::isDone);
         }
-        return false;
     }
 
     /**

@@ -142,13 +142,18 @@ final class Scheduler {
      * call that comes meanwhile (the next request of a caller answered a moment ago) is taken
      * without waking a parked thread. Only while no request is in flight: with others in flight
      * their callers and the other workers have the cores' work, and a spinning thread takes a core
-     * from them (the serving example lost a third of its requests/s at 8 connections to it).
+     * from them (the serving example lost a third of its requests/s at 8 connections to it). For a
+     * {@linkplain Recorder#quickModel() quick model} it looks even after misses in a row: its lone
+     * callers look for their answers, and a caller that gave up and parked comes back late, so
+     * misses here would follow from theirs, and both sides would park for good (a virtual thread
+     * in a loop of mlp calls: +34 µs a call over a platform thread, against +2 µs for the bare
+     * hand-off, {@code ModelBench}).
      */
     private void lookForWork() {
         if (queued == 0 && inFlight.get() == 0) {
             lookerComing = true;
             try {
-                look.lookFor(workOrClose);
+                look.lookFor(workOrClose, recorder.quickModel());
             } finally {
                 lookerComing = false;
             }

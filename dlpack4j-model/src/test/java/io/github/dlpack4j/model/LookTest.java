@@ -69,4 +69,20 @@ class LookTest {
         AtomicInteger plain = new AtomicInteger();
         assertThat(look.lookFor(() -> plain.incrementAndGet() > 0)).as("its hit reset the misses").isTrue();
     }
+
+    @Test
+    void aLookMadeToGiveUpLaterKeepsLookingThroughThatManyMisses() {
+        Look look = new Look(16);
+        for (int i = 0; i < 15; i++) {
+            look.lookFor(() -> false);
+        }
+        AtomicInteger asked = new AtomicInteger();
+        assertThat(look.lookFor(() -> asked.incrementAndGet() >= 3)).as("15 misses: still looking").isTrue();
+        for (int i = 0; i < 16; i++) {
+            look.lookFor(() -> false);
+        }
+        AtomicInteger after = new AtomicInteger();
+        look.lookFor(() -> after.incrementAndGet() > 0);
+        assertThat(after).as("16 misses: given up").hasValue(0);
+    }
 }

@@ -1,0 +1,51 @@
+package io.github.dlpack4j.model;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * Whether a model counts as quick (its lone callers and idle workers look before they park) follows
+ * its run time, not how long its callers waited: a rare slow call leaves it quick, a model that
+ * became slow stops being quick.
+ */
+class QuickModelTest {
+    private static void ran(Recorder r, long nanos) {
+        r.batch(new ModelEvents.Batch(), 1, 1, 0, nanos, true);
+    }
+
+    @Test
+    void aModelIsNotQuickBeforeItsFirstCall() {
+        assertThat(new Recorder("m", null).quickModel()).isFalse();
+    }
+
+    @Test
+    void aModelWhoseCallsTakeLessThanALookIsQuickFromItsFirstSuchCall() {
+        Recorder r = new Recorder("m", null);
+        ran(r, 5_000_000); // the warm-up: slow
+        assertThat(r.quickModel()).isFalse();
+        ran(r, 20_000);
+        assertThat(r.quickModel()).isTrue();
+    }
+
+    @Test
+    void rareSlowCallsLeaveAQuickModelQuick() {
+        Recorder r = new Recorder("m", null);
+        for (int i = 0; i < 1000; i++) {
+            ran(r, i % 50 == 49 ? 2_000_000 : 20_000); // one call in 50 takes 2 ms
+        }
+        assertThat(r.quickModel()).isTrue();
+    }
+
+    @Test
+    void aModelWhoseCallsAllBecameSlowStopsBeingQuick() {
+        Recorder r = new Recorder("m", null);
+        ran(r, 20_000);
+        for (int i = 0; i < 40; i++) {
+            ran(r, 200_000);
+        }
+        assertThat(r.quickModel()).isFalse();
+        ran(r, 30_000);
+        assertThat(r.quickModel()).as("quick again at once").isTrue();
+    }
+}
