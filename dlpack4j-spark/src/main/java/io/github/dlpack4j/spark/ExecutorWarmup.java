@@ -28,7 +28,8 @@ import org.apache.spark.api.plugin.SparkPlugin;
  * }
  *
  * <p>Settings: {@value #MODULES} (the modules to import, comma-separated; {@code torch} unless
- * set) and {@value #ARROW} ({@code true} unless set). A module that fails to import is left for
+ * set) and {@value #ARROW} ({@code true} unless set; with it, an executor whose interpreter has
+ * pyarrow imports {@code pyarrow.parquet} too, the Parquet route's writer). A module that fails to import is left for
  * the first task to import again, which then reports the error as the task's.
  */
 public final class ExecutorWarmup implements SparkPlugin {
@@ -84,6 +85,11 @@ public final class ExecutorWarmup implements SparkPlugin {
             for (String m : modules) {
                 try (PyObject ignored = python.importModule(m)) {
                     // imported: the first task's import finds it in sys.modules
+                }
+            }
+            if (arrow && PythonHelpers.of(python).hasPyarrow()) {
+                try (PyObject ignored = python.importModule("pyarrow.parquet")) {
+                    // the Parquet route's writer, where the interpreter has it (ParquetSink)
                 }
             }
         } catch (RuntimeException | Error e) {

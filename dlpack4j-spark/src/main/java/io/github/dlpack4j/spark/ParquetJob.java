@@ -31,6 +31,13 @@ import org.apache.spark.sql.types.StructType;
  * that fails leaves no part file.
  */
 final class ParquetJob {
+    /**
+     * The setting that picks the tasks' Parquet writer, read from the session when a job starts:
+     * {@code auto} (the default: pyarrow where the executors' interpreter has it, else Arrow Java's),
+     * {@code pyarrow} or {@code arrow} ({@link ParquetSink.Writer}).
+     */
+    static final String WRITER = "spark.dlpack4j.parquet.writer";
+
     private ParquetJob() {
     }
 
@@ -48,8 +55,12 @@ final class ParquetJob {
         checkEmpty(out);
         String job = UUID.randomUUID().toString();
         Path temporary = out.resolve("_temporary").resolve(job);
+        String writer = spark.conf().get(WRITER, "auto").strip().toLowerCase(java.util.Locale.ROOT);
+        if (!List.of("auto", "pyarrow", "arrow").contains(writer)) {
+            throw new IllegalArgumentException(WRITER + " is " + writer + ": auto, pyarrow or arrow");
+        }
         ParquetTask task = new ParquetTask(packed, inputs, passThrough, outputs, key, model, batchSize, metrics,
-                temporary.toString());
+                temporary.toString(), writer);
         List<Path> committed = new ArrayList<>();
         SparkContext sc = spark.sparkContext();
         String tag = "dlpack4j-parquet-" + job;

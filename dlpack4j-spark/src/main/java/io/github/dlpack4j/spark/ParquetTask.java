@@ -57,14 +57,20 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
     /** Nanoseconds the load took; -1 until it is done, -2 once reported. */
     private static long arrowLoadNanos = -1;
 
+    /** Whether this JVM's interpreter has pyarrow; null until a task asked. */
+    private static volatile Boolean pyarrow;
+
     /** The job's temporary directory. */
     private final String temporary;
+    /** {@value ParquetJob#WRITER}'s value: {@code auto}, {@code pyarrow} or {@code arrow}. */
+    private final String writer;
 
     ParquetTask(List<TensorColumn> packed, List<TensorColumn> inputs, List<TensorColumn> passThrough,
                 List<TensorColumn> outputs, String key, PythonModel model, int batchSize, InferenceMetrics metrics,
-                String temporary) {
+                String temporary, String writer) {
         super(packed, inputs, passThrough, outputs, key, model, batchSize, metrics);
         this.temporary = temporary;
+        this.writer = writer;
         ArrowColumns.outputSchema(written); // refuses what Arrow cannot hold, on the driver already
     }
 
@@ -137,7 +143,7 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
                     }
                     if (sink == null) {
                         Files.createDirectory(dir); // not its parent: a late attempt of an ended job fails here
-                        sink = new ParquetSink(allocator, ArrowColumns.outputSchema(written), dir.toUri().toString(),
+                        sink = new ParquetSink(writer(), allocator, ArrowColumns.outputSchema(written), dir.toUri().toString(),
                                 String.format("part-%05d-{i}.parquet", partition), "dlpack4j parquet writer " + name);
                     }
                     long start = System.nanoTime();
@@ -155,11 +161,10 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
                         start = System.nanoTime();
                         try {
                             for (int i = 0; i < passThrough.length; i++) {
-                                vectors.add(ArrowTensors.toVector(tensors.get(passThrough[i]), allocator,
-                                        written.get(i).name()));
+                                vectors.add(ownedVector(tensors.get(passThrough[i]), allocator, written.get(i).name()));
                             }
                             for (int j = 0; j < results.size(); j++) {
-                                vectors.add(outputVector(results.get(j), allocator, outputs.get(j).name()));
+                                vectors.add(ownedVector(results.get(j), allocator, outputs.get(j).name()));
                             }
                         } finally {
                             results.forEach(Tensor::close);
@@ -199,17 +204,38 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
     }
 
     /**
-     * A vector over a copy of a model's output, compact and in memory the task owns. Arrow's writer
-     * reads a batch's outputs after the model has run on the next ones, and a model may write each
-     * batch into the same memory (a buffer it keeps, {@code out=}); so the writer takes a copy (one
-     * copy of the outputs, 64 bytes a row for the example's mlp, where the inputs are viewed
-     * without one). The copy also takes strided views ({@code x.t()}, {@code x[:, ::2]}) and
-     * read-only arrays, which the row route writes as they are, and lets the model's memory go at once.
+     * A vector over a copy of a model's output or a pass-through column, compact and in memory the
+     * task owns. The writer reads a batch after the model has run on the next ones, and a model may
+     * write each batch into the same memory (a buffer it keeps, {@code out=}); pyarrow keeps a row
+     * group's batches until the group is full, and a view of a pass-through column would keep its
+     * whole input batch (the model's input included) allocated that long. So the writer takes a copy
+     * (64 + 8 bytes a row for the example's mlp and its key, where the inputs are viewed without one).
+     * The copy also takes strided views ({@code x.t()}, {@code x[:, ::2]}) and read-only arrays,
+     * which the row route writes as they are, and lets the model's memory go at once.
      */
-    static FieldVector outputVector(Tensor t, BufferAllocator allocator, String name) {
+    static FieldVector ownedVector(Tensor t, BufferAllocator allocator, String name) {
         try (Tensor copy = t.copy()) {
             return ArrowTensors.toVector(copy, allocator, name); // the vector holds the copy's memory
         }
+    }
+
+    /**
+     * {@return the writer of this task's files: {@code pyarrow} and {@code arrow} as set, and for
+     * {@code auto} pyarrow when this executor's interpreter has it (asked once per JVM), else Arrow Java's}
+     */
+    private ParquetSink.Writer writer() {
+        return switch (writer) {
+            case "pyarrow" -> ParquetSink.Writer.PYARROW;
+            case "arrow" -> ParquetSink.Writer.ARROW;
+            default -> {
+                Boolean has = pyarrow;
+                if (has == null) {
+                    has = PythonHelpers.of(ExecutorPython.get()).hasPyarrow();
+                    pyarrow = has;
+                }
+                yield has ? ParquetSink.Writer.PYARROW : ParquetSink.Writer.ARROW;
+            }
+        };
     }
 
     /** Starts loading Arrow's dataset library on a thread of its own, once per JVM. */

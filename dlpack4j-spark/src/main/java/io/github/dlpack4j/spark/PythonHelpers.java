@@ -60,6 +60,53 @@ final class PythonHelpers {
 
             def made(key: str) -> Timed:
                 return Timed(_made.pop(key))
+
+
+            def has_pyarrow() -> bool:
+                import importlib.util
+                return importlib.util.find_spec("pyarrow") is not None
+
+
+            class ParquetOut:
+                \"""One Parquet file written by pyarrow (Arrow's C++ writer) from record batches that Java
+                exports through Arrow's C data interface: plain pages, no dictionary (a model's float
+                outputs do not repeat: dictionary pages cost several times the plain encoding and make
+                the file larger), uncompressed, row groups of up to group_rows rows. A batch is written
+                when its row group is full or the file closes; until then pyarrow holds its buffers.\"""
+
+                def __init__(self, path: str, schema_address: int, group_rows: int) -> None:
+                    import pyarrow as pa
+                    import pyarrow.parquet as pq
+
+                    self._pa = pa
+                    schema = pa.Schema._import_from_c(schema_address)
+                    self._writer = pq.ParquetWriter(path, schema, use_dictionary=False, compression="none")
+                    self._pending: list[Any] = []
+                    self._rows = 0
+                    self._group_rows = group_rows
+
+                def put(self, array_address: int, schema_address: int) -> None:
+                    batch = self._pa.RecordBatch._import_from_c(array_address, schema_address)
+                    self._pending.append(batch)
+                    self._rows += batch.num_rows
+                    if self._rows >= self._group_rows:
+                        self._flush()
+
+                def _flush(self) -> None:
+                    if self._pending:
+                        table = self._pa.Table.from_batches(self._pending)
+                        self._pending = []
+                        self._rows = 0
+                        self._writer.write_table(table, row_group_size=self._group_rows)
+
+                def close(self) -> None:
+                    self._flush()
+                    self._writer.close()
+
+                def abandon(self) -> None:
+                    \"""Lets go of the batches not written and ends the file (which the task deletes).\"""
+                    self._pending = []
+                    self._writer.close()
             """;
 
     private static volatile PythonHelpers instance;
@@ -94,6 +141,24 @@ final class PythonHelpers {
             }
         }
         return h;
+    }
+
+    /** {@return whether this interpreter can import pyarrow} */
+    boolean hasPyarrow() {
+        try (PyObject has = module.callMethod("has_pyarrow")) {
+            return has.asBoolean();
+        }
+    }
+
+    /**
+     * {@return a new {@code ParquetOut}: a Parquet file written by pyarrow}
+     *
+     * @param path          the file
+     * @param schemaAddress an exported {@code ArrowSchema} of the batches, which pyarrow takes
+     * @param groupRows     the rows of a row group at most
+     */
+    PyObject parquetOut(String path, long schemaAddress, long groupRows) {
+        return module.callMethod("ParquetOut", path, schemaAddress, groupRows);
     }
 
     /** Keeps {@code model}, made by a loader, for the factory {@code made(key)}. */

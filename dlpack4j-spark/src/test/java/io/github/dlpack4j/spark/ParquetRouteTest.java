@@ -21,6 +21,8 @@ import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -81,15 +83,23 @@ class ParquetRouteTest {
                 """, Sparks.pyLiteral(input), Sparks.pyLiteral(weights)));
     }
 
-    @Test
-    void the_mlp_scores_a_parquet_dataset_bit_for_bit_as_torch_and_as_the_row_route(@TempDir Path dir)
-            throws InterruptedException {
+    /** auto: pyarrow in the executors' interpreter (it has it); arrow: Arrow Java's DatasetFileWriter. */
+    @ParameterizedTest
+    @ValueSource(strings = {"auto", "arrow"})
+    void the_mlp_scores_a_parquet_dataset_bit_for_bit_as_torch_and_as_the_row_route_with_either_writer(String writer,
+            @TempDir Path dir) throws InterruptedException {
         Path input = dir.resolve("in");
         Path weights = dir.resolve("mlp.pt");
         mlpInput(input, weights);
         InferenceMetrics metrics = InferenceMetrics.register(spark.sparkContext());
 
-        long rows = mlp(weights, 512).transformParquet(spark, input.toString(), dir.resolve("arrow").toString(), metrics);
+        long rows;
+        spark.conf().set(ParquetJob.WRITER, writer);
+        try {
+            rows = mlp(weights, 512).transformParquet(spark, input.toString(), dir.resolve("arrow").toString(), metrics);
+        } finally {
+            spark.conf().unset(ParquetJob.WRITER);
+        }
         mlp(weights, 512).transform(spark.read().parquet(input.toString())).write()
                 .parquet(dir.resolve("rows").toString());
 
@@ -118,7 +128,9 @@ class ParquetRouteTest {
                 report = {"ids": got_ids == list(range(6000)), "rows ids": rows_ids == got_ids,
                           "torch": bool(np.array_equal(got.view(np.int32), want.view(np.int32))),
                           "row route": bool(np.array_equal(got.view(np.int32), rows.view(np.int32))),
-                          "files": sorted(f for f in os.listdir(%3$s))}
+                          "files": sorted(f for f in os.listdir(%3$s)),
+                          "dictionary": any("DICTIONARY" in e for f in os.listdir(%3$s) if f.endswith(".parquet")
+                                            for e in pq.ParquetFile(f"{%3$s}/{f}").metadata.row_group(0).column(1).encodings)}
                 """, Sparks.pyLiteral(input), Sparks.pyLiteral(weights), Sparks.pyLiteral(dir.resolve("arrow")), Sparks.pyLiteral(dir.resolve("rows"))));
         try (PyObject report = py.getGlobal("report")) {
             @SuppressWarnings("unchecked")
@@ -129,6 +141,8 @@ class ParquetRouteTest {
             List<String> files = (List<String>) r.get("files");
             assertThat(files).hasSize(5).contains("_SUCCESS").allMatch(f -> f.equals("_SUCCESS")
                     || f.matches("part-0000[0-3]-[0-9a-f-]{36}\\.parquet"));
+            assertThat(r.get("dictionary")).as("dictionary pages: Arrow Java's writer has them, pyarrow's none")
+                    .isEqualTo(writer.equals("arrow"));
         }
         // Spark reads it as the row route's output
         List<Row> viaSpark = spark.read().parquet(dir.resolve("arrow").toString()).orderBy("id").collectAsList();

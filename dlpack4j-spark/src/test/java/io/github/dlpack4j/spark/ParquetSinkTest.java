@@ -20,8 +20,10 @@ import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
-/** {@link ParquetSink} alone: who frees a batch when Arrow's writer fails or the task stops. */
+/** {@link ParquetSink} alone, with either writer: who frees a batch when the writer fails or the task stops. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class ParquetSinkTest {
     private static final Schema SCHEMA = new Schema(List.of(new Field("id", FieldType.notNullable(new ArrowType.Int(64, true)), null)));
@@ -36,10 +38,12 @@ class ParquetSinkTest {
         return List.of(v);
     }
 
-    @Test
-    void a_batch_put_after_the_writer_failed_is_freed_when_put_throws(@TempDir Path dir) throws Exception {
+    @ParameterizedTest
+    @EnumSource(ParquetSink.Writer.class)
+    void a_batch_put_after_the_writer_failed_is_freed_when_put_throws(ParquetSink.Writer writer, @TempDir Path dir)
+            throws Exception {
         try (BufferAllocator allocator = new RootAllocator()) {
-            ParquetSink sink = new ParquetSink(allocator, SCHEMA, dir.resolve("out").toUri().toString(),
+            ParquetSink sink = new ParquetSink(writer, allocator, SCHEMA, dir.resolve("out").toUri().toString(),
                     "part-{i}.parquet", "test writer");
             List<FieldVector> twoColumns = new java.util.ArrayList<>(batch(allocator, 10));
             twoColumns.addAll(batch(allocator, 10));
@@ -52,11 +56,12 @@ class ParquetSinkTest {
         }
     }
 
-    @Test
+    @ParameterizedTest
+    @EnumSource(ParquetSink.Writer.class)
     void a_task_interrupted_while_put_waits_for_a_busy_writer_leaves_no_batch_behind_not_even_those_arrow_read_ahead(
-            @TempDir Path dir) throws Exception {
+            ParquetSink.Writer writer, @TempDir Path dir) throws Exception {
         try (BufferAllocator allocator = new RootAllocator()) {
-            ParquetSink sink = new ParquetSink(allocator, SCHEMA, dir.resolve("out").toUri().toString(),
+            ParquetSink sink = new ParquetSink(writer, allocator, SCHEMA, dir.resolve("out").toUri().toString(),
                     "part-{i}.parquet", "test writer");
             Thread putter = Thread.currentThread();
             Thread interrupter = Thread.ofPlatform().start(() -> {
@@ -96,7 +101,8 @@ class ParquetSinkTest {
     void a_writer_that_fails_on_its_own_releases_the_batches_it_had_read(@TempDir Path dir) throws Exception {
         Path notADirectory = Files.writeString(dir.resolve("file"), "x");
         try (BufferAllocator allocator = new RootAllocator()) {
-            ParquetSink sink = new ParquetSink(allocator, SCHEMA, notADirectory.resolve("sub").toUri().toString(),
+            ParquetSink sink = new ParquetSink(ParquetSink.Writer.ARROW, allocator, SCHEMA,
+                    notADirectory.resolve("sub").toUri().toString(),
                     "part-{i}.parquet", "test writer");
             sink.put(batch(allocator, 1000), 1000);
             Thread.sleep(2000); // the writer takes it, fails and ends
@@ -104,6 +110,47 @@ class ParquetSinkTest {
                     .hasMessageContaining("Cannot create directory");
             sink.abandon();
             assertThat(allocator.getAllocatedMemory()).as("bytes left after the writer failed").isZero();
+        }
+    }
+
+    @Test
+    void pyarrows_writer_that_fails_on_its_own_releases_every_batch(@TempDir Path dir) throws Exception {
+        Path notADirectory = Files.writeString(dir.resolve("file"), "x");
+        try (BufferAllocator allocator = new RootAllocator()) {
+            ParquetSink sink = new ParquetSink(ParquetSink.Writer.PYARROW, allocator, SCHEMA,
+                    notADirectory.resolve("sub").toUri().toString(), "part-{i}.parquet", "test writer");
+            Thread.sleep(2000); // the writer fails and ends
+            assertThatThrownBy(() -> sink.put(batch(allocator, 1000), 1000)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("Parquet writer stopped");
+            sink.abandon();
+            assertThat(allocator.getAllocatedMemory()).as("bytes left after the writer failed").isZero();
+        }
+    }
+
+    @Test
+    void pyarrows_writer_writes_every_batch_put_as_plain_pages_in_one_row_group(@TempDir Path dir) throws Exception {
+        try (BufferAllocator allocator = new RootAllocator()) {
+            ParquetSink sink = new ParquetSink(ParquetSink.Writer.PYARROW, allocator, SCHEMA,
+                    dir.resolve("out").toUri().toString(), "part-{i}.parquet", "test writer");
+            for (int b = 0; b < 5; b++) {
+                sink.put(batch(allocator, 1000), 1000);
+            }
+            sink.finish();
+            Path file = dir.resolve("out").resolve("part-0.parquet");
+            assertThat(file).exists();
+            try (var python = ExecutorPython.get().eval("__import__('pyarrow.parquet').parquet.ParquetFile("
+                    + Sparks.pyLiteral(file.toString()) + ").metadata")) {
+                assertThat(python.attr("num_rows").asLong()).isEqualTo(5000);
+                assertThat(python.attr("num_row_groups").asLong()).isEqualTo(1);
+                try (var encodings = python.callMethod("row_group", 0).callMethod("column", 0).attr("encodings")) {
+                    assertThat(encodings.str()).doesNotContain("DICTIONARY").contains("PLAIN");
+                }
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (allocator.getAllocatedMemory() != 0 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertThat(allocator.getAllocatedMemory()).as("bytes left once the file is written").isZero();
         }
     }
 }
