@@ -252,11 +252,59 @@ class ParquetSinkReviewTest {
             Thread writer = Thread.getAllStackTraces().keySet().stream()
                     .filter(t -> t.getName().equals("review writer")).findFirst().orElseThrow();
             writer.interrupt();
-            writer.join(10_000);
+            letTheWriterTake(); // it stops at its next poll
             assertThatThrownBy(() -> sink.put(batch(allocator, 3000, 1000), 1000))
                     .isInstanceOf(IllegalStateException.class);
             sink.abandon();
             assertThat(allocator.getAllocatedMemory()).as("bytes left after the interrupt").isZero();
+        }
+    }
+
+    @Test
+    void a_python_error_in_the_writers_constructor_before_the_schema_import_releases_the_schema_export(
+            @TempDir Path dir) throws Exception {
+        withMethod("__init__", """
+                def _review_new___init__(self, *args):
+                    raise ImportError("no pyarrow here (review)")
+                """, () -> {
+            try (BufferAllocator allocator = new RootAllocator()) {
+                ParquetSink sink = sink(allocator, dir.resolve("out"));
+                letTheWriterTake();
+                assertThatThrownBy(() -> sink.put(batch(allocator, 0, 1000), 1000))
+                        .isInstanceOf(IllegalStateException.class).hasMessageContaining("no pyarrow here (review)");
+                sink.abandon();
+                assertThat(allocator.getAllocatedMemory()).as("bytes left after the failed start").isZero();
+            }
+        });
+    }
+
+    /** {@return the thread states of this JVM's interpreter} */
+    private static long threadStates() {
+        try (PyObject n = ExecutorPython.get().eval("(lambda c: (lambda api: [api.PyInterpreterState_Get.__setattr__("
+                + "'restype', c.c_void_p), api.PyInterpreterState_ThreadHead.__setattr__('restype', c.c_void_p), "
+                + "api.PyInterpreterState_ThreadHead.__setattr__('argtypes', [c.c_void_p]), "
+                + "api.PyThreadState_Next.__setattr__('restype', c.c_void_p), "
+                + "api.PyThreadState_Next.__setattr__('argtypes', [c.c_void_p]), "
+                + "(lambda walk: walk(walk, api.PyInterpreterState_ThreadHead(api.PyInterpreterState_Get()), 0))("
+                + "lambda walk, t, k: k if not t else walk(walk, api.PyThreadState_Next(t), k + 1))][-1])"
+                + "(c.pythonapi))(__import__('ctypes'))")) {
+            return n.asLong();
+        }
+    }
+
+    @Test
+    void files_written_one_after_another_leave_no_python_thread_state_behind(@TempDir Path dir) throws Exception {
+        try (BufferAllocator allocator = new RootAllocator()) {
+            ParquetSink first = sink(allocator, dir.resolve("first"));
+            first.put(batch(allocator, 0, 10), 10);
+            first.finish();
+            long before = threadStates();
+            for (int f = 0; f < 50; f++) {
+                ParquetSink sink = sink(allocator, dir.resolve("out" + f));
+                sink.put(batch(allocator, 0, 10), 10);
+                sink.finish();
+            }
+            assertThat(threadStates() - before).as("thread states added by 50 files").isLessThan(5);
         }
     }
 }
