@@ -64,8 +64,13 @@ final class PythonHelpers {
 
 
             def has_pyarrow() -> bool:
-                import importlib.util
-                return importlib.util.find_spec("pyarrow") is not None
+                \"""Whether pyarrow's Parquet writer imports: a pyarrow built without Parquet, or one that
+                fails to import, counts as none.\"""
+                try:
+                    import pyarrow.parquet  # noqa: F401
+                except Exception:
+                    return False
+                return True
 
 
             class ParquetOut:
@@ -164,7 +169,7 @@ final class PythonHelpers {
         return h;
     }
 
-    /** {@return whether this interpreter can import pyarrow} */
+    /** {@return whether this interpreter imports pyarrow's Parquet writer ({@code pyarrow.parquet})} */
     boolean hasPyarrow() {
         try (PyObject has = module.callMethod("has_pyarrow")) {
             return has.asBoolean();

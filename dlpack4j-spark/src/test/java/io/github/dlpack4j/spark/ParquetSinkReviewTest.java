@@ -307,4 +307,18 @@ class ParquetSinkReviewTest {
             assertThat(threadStates() - before).as("thread states added by 50 files").isLessThan(5);
         }
     }
+
+    @Test
+    void a_pyarrow_whose_parquet_module_fails_to_import_counts_as_none_for_the_auto_writer() {
+        Python python = ExecutorPython.get();
+        PythonHelpers helpers = PythonHelpers.of(python);
+        assertThat(helpers.hasPyarrow()).as("this interpreter's pyarrow").isTrue();
+        python.exec("import sys\n_review_pq = {k: sys.modules.pop(k) for k in list(sys.modules) if k.startswith('pyarrow.parquet')}\n"
+                + "sys.modules['pyarrow.parquet'] = None\n"); // import pyarrow.parquet fails, as in a build without Parquet
+        try {
+            assertThat(helpers.hasPyarrow()).as("pyarrow without its Parquet writer").isFalse();
+        } finally {
+            python.exec("del sys.modules['pyarrow.parquet']\nsys.modules.update(_review_pq)\n");
+        }
+    }
 }
