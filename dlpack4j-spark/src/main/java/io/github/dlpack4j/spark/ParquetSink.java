@@ -36,7 +36,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * <ul>
  *   <li>{@link Writer#PYARROW}: pyarrow in the executor's own interpreter, the batches handed over
  *       through Arrow's C data interface without a copy; plain pages (no dictionary), row groups of
- *       up to {@value #GROUP_ROWS} rows;</li>
+ *       {@value #GROUP_ROWS} rows (the last one fewer);</li>
  *   <li>{@link Writer#ARROW}: Arrow Java's {@code DatasetFileWriter}, which pulls the batches as a
  *       reader; it has no write options, so its pages are dictionary-encoded (for a model's float
  *       outputs, several times the plain encoding's CPU and a third more bytes) and each batch is a
@@ -52,7 +52,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
 final class ParquetSink {
     /** Batches queued at most: the model may run ahead of the writer by this many. */
     private static final int QUEUED = 2;
-    /** pyarrow's row groups: rows at most (pyarrow's own default). */
+    /** pyarrow's row groups: their rows, the last one's at most (pyarrow's own default). */
     static final long GROUP_ROWS = 1L << 20;
 
     /** Which of Arrow's writers writes the file. */
