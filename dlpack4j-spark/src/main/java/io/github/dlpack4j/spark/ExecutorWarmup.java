@@ -87,10 +87,8 @@ public final class ExecutorWarmup implements SparkPlugin {
                     // imported: the first task's import finds it in sys.modules
                 }
             }
-            if (arrow && PythonHelpers.of(python).hasPyarrow()) {
-                try (PyObject ignored = python.importModule("pyarrow.parquet")) {
-                    // the Parquet route's writer, where the interpreter has it (ParquetSink)
-                }
+            if (arrow) {
+                PythonHelpers.of(python).hasPyarrow(); // imports pyarrow.parquet, the Parquet route's writer, where it is
             }
         } catch (RuntimeException | Error e) {
             // the first task starts Python or imports the module again, and fails with the error then

@@ -33,7 +33,7 @@ import org.apache.spark.sql.types.StructType;
 final class ParquetJob {
     /**
      * The setting that picks the tasks' Parquet writer, read from the session when a job starts:
-     * {@code auto} (the default: pyarrow where the executors' interpreter has it, else Arrow Java's),
+     * {@code auto} (the default: pyarrow where the executors' interpreter imports {@code pyarrow.parquet}, else Arrow Java's),
      * {@code pyarrow} or {@code arrow} ({@link ParquetSink.Writer}).
      */
     static final String WRITER = "spark.dlpack4j.parquet.writer";

@@ -7,6 +7,10 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
 import io.github.dlpack4j.python.PyObject;
@@ -32,7 +36,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * <ul>
  *   <li>{@link Writer#PYARROW}: pyarrow in the executor's own interpreter, the batches handed over
  *       through Arrow's C data interface without a copy; plain pages (no dictionary), row groups of
- *       up to {@value #GROUP_ROWS} rows;</li>
+ *       {@value #GROUP_ROWS} rows (the last one fewer);</li>
  *   <li>{@link Writer#ARROW}: Arrow Java's {@code DatasetFileWriter}, which pulls the batches as a
  *       reader; it has no write options, so its pages are dictionary-encoded (for a model's float
  *       outputs, several times the plain encoding's CPU and a third more bytes) and each batch is a
@@ -48,7 +52,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
 final class ParquetSink {
     /** Batches queued at most: the model may run ahead of the writer by this many. */
     private static final int QUEUED = 2;
-    /** pyarrow's row groups: rows at most (pyarrow's own default). */
+    /** pyarrow's row groups: their rows, the last one's at most (pyarrow's own default). */
     static final long GROUP_ROWS = 1L << 20;
 
     /** Which of Arrow's writers writes the file. */
@@ -59,9 +63,19 @@ final class ParquetSink {
         ARROW
     }
     private static final Batch END = new Batch(List.of(), 0);
+    /**
+     * The writers' threads, kept for the JVM's life and reused file after file: a thread that calls
+     * Python keeps a CPython thread state for its whole life, which CPython never frees when the
+     * thread ends (one thread per file left one state behind per file). As many threads as files
+     * are written at once (the executor's task slots), no more.
+     */
+    private static final ExecutorService WRITERS = new ThreadPoolExecutor(0, Integer.MAX_VALUE, Long.MAX_VALUE,
+            TimeUnit.NANOSECONDS, new SynchronousQueue<>(),
+            r -> Thread.ofPlatform().name("dlpack4j parquet writer").daemon().unstarted(r));
 
     private final BlockingQueue<Batch> queue = new ArrayBlockingQueue<>(QUEUED);
-    private final Thread thread;
+    /** Counted down when the writer is done with every buffer and its {@link #failure} is set. */
+    private final CountDownLatch ended = new CountDownLatch(1);
     private final Feed feed;
     private volatile boolean abandoned;
     private volatile Throwable failure;
@@ -74,12 +88,14 @@ final class ParquetSink {
      * @param schema    the batches' schema
      * @param directory the directory, which must be empty or absent (a {@code file:} URI)
      * @param fileName  the file's name; {@code {i}} in it becomes 0
-     * @param thread    the writer thread's name
+     * @param thread    the writer thread's name while it writes this file
      */
     ParquetSink(Writer writer, BufferAllocator allocator, Schema schema, String directory, String fileName,
                 String thread) {
         this.feed = new Feed(allocator, schema);
-        this.thread = Thread.ofPlatform().name(thread).daemon().unstarted(() -> {
+        WRITERS.execute(() -> {
+            Thread current = Thread.currentThread();
+            current.setName(thread);
             try {
                 if (writer == Writer.PYARROW) {
                     Path dir = Files.createDirectories(Path.of(URI.create(directory))); // as Arrow Java's writer does
@@ -97,9 +113,11 @@ final class ParquetSink {
                         failure = e;
                     }
                 }
+                current.setName("dlpack4j parquet writer");
+                Thread.interrupted(); // not for the next file's writer
+                ended.countDown();
             }
         });
-        this.thread.start();
     }
 
     /**
@@ -193,7 +211,7 @@ final class ParquetSink {
     }
 
     private void checkWriter() {
-        if (!thread.isAlive()) {
+        if (ended.getCount() == 0) {
             throw new IllegalStateException("Arrow's Parquet writer stopped: " + failure, failure);
         }
     }
@@ -229,12 +247,12 @@ final class ParquetSink {
         }
     }
 
-    /** Waits for the writer's thread, an interrupt kept for later: its buffers must not be freed under it. */
+    /** Waits for the writer, an interrupt kept for later: its buffers must not be freed under it. */
     private void join() {
         boolean interrupted = false;
-        while (thread.isAlive()) {
+        while (ended.getCount() != 0) {
             try {
-                thread.join();
+                ended.await();
             } catch (InterruptedException e) {
                 interrupted = true;
             }

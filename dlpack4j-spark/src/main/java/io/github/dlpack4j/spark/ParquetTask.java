@@ -57,7 +57,7 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
     /** Nanoseconds the load took; -1 until it is done, -2 once reported. */
     private static long arrowLoadNanos = -1;
 
-    /** Whether this JVM's interpreter has pyarrow; null until a task asked. */
+    /** Whether this JVM's interpreter imports {@code pyarrow.parquet}; null until a task asked. */
     private static volatile Boolean pyarrow;
 
     /** The job's temporary directory. */

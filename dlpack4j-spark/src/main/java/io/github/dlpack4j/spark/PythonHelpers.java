@@ -22,6 +22,7 @@ final class PythonHelpers {
     private static final String SOURCE = """
             import sys
             import time
+            import traceback
             from typing import Any, Callable
 
             # Callables that Java loaders made, until the runtime takes them (made).
@@ -63,16 +64,22 @@ final class PythonHelpers {
 
 
             def has_pyarrow() -> bool:
-                import importlib.util
-                return importlib.util.find_spec("pyarrow") is not None
+                \"""Whether pyarrow's Parquet writer imports: a pyarrow built without Parquet, or one that
+                fails to import, counts as none.\"""
+                try:
+                    import pyarrow.parquet  # noqa: F401
+                except Exception:
+                    return False
+                return True
 
 
             class ParquetOut:
                 \"""One Parquet file written by pyarrow (Arrow's C++ writer) from record batches that Java
                 exports through Arrow's C data interface: plain pages, no dictionary (a model's float
                 outputs do not repeat: dictionary pages cost several times the plain encoding and make
-                the file larger), uncompressed, row groups of up to group_rows rows. A batch is written
-                when its row group is full or the file closes; until then pyarrow holds its buffers.\"""
+                the file larger), uncompressed, row groups of group_rows rows (the last one fewer). A
+                batch is written when its row group is full or the file closes; until then pyarrow holds
+                its buffers. A call that fails lets go of every batch before it raises.\"""
 
                 def __init__(self, path: str, schema_address: int, group_rows: int) -> None:
                     import pyarrow as pa
@@ -86,27 +93,46 @@ final class PythonHelpers {
                     self._group_rows = group_rows
 
                 def put(self, array_address: int, schema_address: int) -> None:
-                    batch = self._pa.RecordBatch._import_from_c(array_address, schema_address)
-                    self._pending.append(batch)
-                    self._rows += batch.num_rows
-                    if self._rows >= self._group_rows:
-                        self._flush()
+                    try:
+                        # no local names the batch: a failure's traceback keeps this frame
+                        self._pending.append(self._pa.RecordBatch._import_from_c(array_address, schema_address))
+                        self._rows += self._pending[-1].num_rows
+                        if self._rows >= self._group_rows:
+                            self._write(last=False)
+                    except BaseException as e:
+                        self._let_go(e)
+                        raise
 
-                def _flush(self) -> None:
-                    if self._pending:
-                        table = self._pa.Table.from_batches(self._pending)
-                        self._pending = []
-                        self._rows = 0
-                        self._writer.write_table(table, row_group_size=self._group_rows)
+                def _write(self, last: bool) -> None:
+                    \"""Writes the pending rows' whole row groups, or all of them when last; keeps the rest.\"""
+                    table = self._pa.Table.from_batches(self._pending)
+                    whole = table.num_rows if last else table.num_rows - table.num_rows % self._group_rows
+                    self._pending = table.slice(whole).to_batches()
+                    self._rows = table.num_rows - whole
+                    self._writer.write_table(table.slice(0, whole), row_group_size=self._group_rows)
 
                 def close(self) -> None:
-                    self._flush()
-                    self._writer.close()
+                    try:
+                        if self._pending:
+                            self._write(last=True)
+                        self._writer.close()
+                    except BaseException as e:
+                        self._let_go(e)
+                        raise
 
                 def abandon(self) -> None:
                     \"""Lets go of the batches not written and ends the file (which the task deletes).\"""
                     self._pending = []
+                    self._rows = 0
                     self._writer.close()
+
+                def _let_go(self, e: BaseException) -> None:
+                    \"""Lets go of every batch when a call fails. Java keeps the exception, with its traceback
+                    and so its frames, until the JVM collects it: the finished frames' locals (a row group's
+                    table) are cleared, or the batches' buffers would be released that late.\"""
+                    self._pending = []
+                    self._rows = 0
+                    traceback.clear_frames(e.__traceback__)
             """;
 
     private static volatile PythonHelpers instance;
@@ -143,7 +169,7 @@ final class PythonHelpers {
         return h;
     }
 
-    /** {@return whether this interpreter can import pyarrow} */
+    /** {@return whether this interpreter imports pyarrow's Parquet writer ({@code pyarrow.parquet})} */
     boolean hasPyarrow() {
         try (PyObject has = module.callMethod("has_pyarrow")) {
             return has.asBoolean();
