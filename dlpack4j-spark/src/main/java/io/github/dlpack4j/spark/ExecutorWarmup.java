@@ -88,7 +88,7 @@ public final class ExecutorWarmup implements SparkPlugin {
                 }
             }
             if (arrow) {
-                PythonHelpers.of(python).hasPyarrow(); // imports pyarrow.parquet, the Parquet route's writer, where it is
+                ParquetTask.hasPyarrow(); // imports pyarrow.parquet, the Parquet route's writer, where it is; the answer kept
             }
         } catch (RuntimeException | Error e) {
             // the first task starts Python or imports the module again, and fails with the error then

@@ -57,7 +57,7 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
     /** Nanoseconds the load took; -1 until it is done, -2 once reported. */
     private static long arrowLoadNanos = -1;
 
-    /** Whether this JVM's interpreter imports {@code pyarrow.parquet}; null until a task asked. */
+    /** Whether this JVM's interpreter imports {@code pyarrow.parquet}; null until asked ({@link #hasPyarrow()}). */
     private static volatile Boolean pyarrow;
 
     /** The job's temporary directory. */
@@ -227,15 +227,22 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
         return switch (writer) {
             case "pyarrow" -> ParquetSink.Writer.PYARROW;
             case "arrow" -> ParquetSink.Writer.ARROW;
-            default -> {
-                Boolean has = pyarrow;
-                if (has == null) {
-                    has = PythonHelpers.of(ExecutorPython.get()).hasPyarrow();
-                    pyarrow = has;
-                }
-                yield has ? ParquetSink.Writer.PYARROW : ParquetSink.Writer.ARROW;
-            }
+            default -> hasPyarrow() ? ParquetSink.Writer.PYARROW : ParquetSink.Writer.ARROW;
         };
+    }
+
+    /**
+     * {@return whether this JVM's interpreter imports {@code pyarrow.parquet}}, asked once per JVM
+     * (the import stays in {@code sys.modules}): by the warm-up as the executor starts, or by the
+     * first task of the {@code auto} writer
+     */
+    static boolean hasPyarrow() {
+        Boolean has = pyarrow;
+        if (has == null) {
+            has = PythonHelpers.of(ExecutorPython.get()).hasPyarrow();
+            pyarrow = has;
+        }
+        return has;
     }
 
     /** Starts loading Arrow's dataset library on a thread of its own, once per JVM. */
