@@ -1,5 +1,8 @@
 package io.github.dlpack4j.spark;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -73,31 +76,96 @@ final class ArrowBatch {
 
     /** {@return the first of rows {@code [0, limit)} that {@code c} refuses in {@code v}, or {@code limit}} */
     private static int firstRefused(FieldVector v, TensorColumn c, int limit) {
+        int bad = allValid(v, 0, limit) ? limit : (int) firstNull(v, 0, limit);
         if (!c.isArray()) {
-            return v.getNullCount() == 0 ? limit : (int) firstNull(v, 0, limit);
+            return bad;
         }
-        int bad = v.getNullCount() == 0 ? limit : (int) firstNull(v, 0, limit);
         if (v instanceof FixedSizeListVector f) {
             if (f.getListSize() != c.length()) {
                 return 0; // every row holds another number of values
             }
         } else {
-            for (int i = 0; i < bad; i++) {
-                if (length(v, i) != c.length()) {
-                    bad = i;
-                    break;
-                }
-            }
+            bad = firstOfAnotherLength(v, bad, c.length());
         }
-        FieldVector values = ((FieldVector) child(v));
-        if (values.getNullCount() > 0 && bad > 0) {
+        ValueVector values = child(v);
+        if (bad > 0) {
+            long from = start(v, 0);
             long end = start(v, bad);
-            long at = firstNull(values, start(v, 0), end);
-            if (at < end) {
-                bad = Math.min(bad, rowOf(v, at, bad));
+            if (!allValid(values, from, end)) {
+                bad = Math.min(bad, rowOf(v, firstNull(values, from, end), bad));
             }
         }
         return bad;
+    }
+
+    /**
+     * {@return the first of rows {@code [0, limit)} of the list vector {@code v} that holds another
+     * number of values than {@code length}, or {@code limit}} The offsets are read in one bulk copy:
+     * a read of each through {@link ArrowBuf}'s checked accessors cost more than the model's input
+     * a row.
+     */
+    private static int firstOfAnotherLength(FieldVector v, int limit, int length) {
+        if (limit == 0) {
+            return 0;
+        }
+        MemorySegment offsets = segment(v.getOffsetBuffer());
+        if (v instanceof LargeListVector) {
+            long[] o = new long[limit + 1];
+            MemorySegment.copy(offsets, ValueLayout.JAVA_LONG_UNALIGNED, 0, o, 0, limit + 1);
+            for (int i = 0; i < limit; i++) {
+                if (o[i + 1] - o[i] != length) {
+                    return i;
+                }
+            }
+        } else {
+            int[] o = new int[limit + 1];
+            MemorySegment.copy(offsets, ValueLayout.JAVA_INT_UNALIGNED, 0, o, 0, limit + 1);
+            for (int i = 0; i < limit; i++) {
+                if (o[i + 1] - o[i] != length) {
+                    return i;
+                }
+            }
+        }
+        return limit;
+    }
+
+    /**
+     * {@return whether no value of {@code [from, end)} of {@code v} is null} Its validity bitmap is
+     * compared with set bits a byte at a time ({@link MemorySegment#mismatch}), where Arrow's
+     * {@code getNullCount()} counts the bits of the whole bitmap, value by value for every read.
+     */
+    private static boolean allValid(ValueVector v, long from, long end) {
+        if (end <= from) {
+            return true;
+        }
+        ArrowBuf validity = v.getValidityBuffer();
+        if (validity == null || validity.capacity() == 0) {
+            return v.getNullCount() == 0; // a vector of a type without a bitmap (none that a tensor column takes)
+        }
+        long wholeFrom = (from + 7) / 8;
+        long wholeEnd = end / 8;
+        if (wholeFrom >= wholeEnd) {
+            return firstNull(v, from, end) == end;
+        }
+        if (firstNull(v, from, wholeFrom * 8) != wholeFrom * 8 || firstNull(v, wholeEnd * 8, end) != end) {
+            return false;
+        }
+        MemorySegment bits = segment(validity);
+        for (long at = wholeFrom; at < wholeEnd; at += SET_BITS.byteSize()) {
+            long to = Math.min(wholeEnd, at + SET_BITS.byteSize());
+            if (MemorySegment.mismatch(bits, at, to, SET_BITS, 0, to - at) != -1) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Bytes of set bits, to compare validity bitmaps with. */
+    private static final MemorySegment SET_BITS = Arena.global().allocate(4096).fill((byte) -1);
+
+    /** {@return the Arrow buffer's bytes as a segment; valid while the buffer is, which the caller holds} */
+    private static MemorySegment segment(ArrowBuf buf) {
+        return MemorySegment.ofAddress(buf.memoryAddress()).reinterpret(buf.capacity());
     }
 
     private static String problem(FieldVector v, TensorColumn c, int row) {

@@ -3,6 +3,7 @@ package io.github.dlpack4j.spark;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -56,6 +57,11 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
     private static Thread arrowLoader;
     /** Nanoseconds the load took; -1 until it is done, -2 once reported. */
     private static long arrowLoadNanos = -1;
+
+    /** At most this many rows a read ({@link #readRows}), unless one model batch is more. */
+    private static final long READ_ROWS = 16_384;
+    /** At most this many bytes of the packed columns a read, unless one model batch is more. */
+    private static final long READ_BYTES = 32L << 20;
 
     /** Whether this JVM's interpreter imports {@code pyarrow.parquet}; null until asked ({@link #hasPyarrow()}). */
     private static volatile Boolean pyarrow;
@@ -130,7 +136,7 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
             Schema schema = factory.inspect();
             ArrowColumns.checkFile(name, schema, packed, key);
             try (NativeDataset dataset = factory.finish();
-                 NativeScanner scanner = dataset.newScan(new ScanOptions(batchSize, Optional.of(read.toArray(String[]::new))));
+                 NativeScanner scanner = dataset.newScan(new ScanOptions(readRows(packed, batchSize), Optional.of(read.toArray(String[]::new))));
                  ArrowReader reader = scanner.scanBatches()) {
                 while (reader.loadNextBatch()) {
                     if (task != null) {
@@ -146,41 +152,8 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
                         sink = new ParquetSink(writer(), allocator, ArrowColumns.outputSchema(written), dir.toUri().toString(),
                                 String.format("part-%05d-{i}.parquet", partition), "dlpack4j parquet writer " + name);
                     }
-                    long start = System.nanoTime();
-                    List<Tensor> tensors = ArrowBatch.tensors(batch, reader, packed, key, name, rowsInFile);
-                    long pack = System.nanoTime() - start;
-                    long[] nanos = new long[2];
-                    List<FieldVector> vectors = new ArrayList<>();
-                    long unpack;
-                    try {
-                        List<Tensor> in = new ArrayList<>();
-                        for (int i : inputs) {
-                            in.add(tensors.get(i));
-                        }
-                        List<Tensor> results = scorer.score(in, rows, nanos);
-                        start = System.nanoTime();
-                        try {
-                            for (int i = 0; i < passThrough.length; i++) {
-                                vectors.add(ownedVector(tensors.get(passThrough[i]), allocator, written.get(i).name()));
-                            }
-                            for (int j = 0; j < results.size(); j++) {
-                                vectors.add(ownedVector(results.get(j), allocator, outputs.get(j).name()));
-                            }
-                        } finally {
-                            results.forEach(Tensor::close);
-                        }
-                        unpack = System.nanoTime() - start;
-                    } catch (RuntimeException | Error e) {
-                        vectors.forEach(FieldVector::close);
-                        throw e;
-                    } finally {
-                        tensors.forEach(Tensor::close);
-                    }
-                    sink.put(vectors, rows);
+                    sink.put(scoreRead(batch, reader, name, rowsInFile, scorer, allocator, task), rows);
                     rowsInFile += rows;
-                    if (metrics != null) {
-                        metrics.batch(rows, nanos[0], nanos[1], pack, unpack);
-                    }
                 }
                 if (sink != null) {
                     sink.finish();
@@ -204,14 +177,112 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
     }
 
     /**
-     * A vector over a copy of a model's output or a pass-through column, compact and in memory the
-     * task owns. The writer reads a batch after the model has run on the next ones, and a model may
-     * write each batch into the same memory (a buffer it keeps, {@code out=}); pyarrow keeps a row
-     * group's batches until the group is full, and a view of a pass-through column would keep its
-     * whole input batch (the model's input included) allocated that long. So the writer takes a copy
-     * (64 + 8 bytes a row for the example's mlp and its key, where the inputs are viewed without one).
-     * The copy also takes strided views ({@code x.t()}, {@code x[:, ::2]}) and read-only arrays,
-     * which the row route writes as they are, and lets the model's memory go at once.
+     * Scores one batch of the reader: its columns become tensors without a copy, checked at once
+     * ({@link ArrowBatch}); the model runs on views of {@link #batchSize} rows of them in turn; each
+     * output's rows are copied into one compact tensor of the read batch's rows, which the writer's
+     * vector then holds.
+     *
+     * @return the vectors of the written columns, in order; the caller hands them to the writer
+     */
+    private List<FieldVector> scoreRead(VectorSchemaRoot batch, ArrowReader reader, String name, long firstRow,
+                                        BatchScorer scorer, BufferAllocator allocator, TaskContext task) {
+        int rows = batch.getRowCount();
+        long start = System.nanoTime();
+        List<Tensor> tensors = ArrowBatch.tensors(batch, reader, packed, key, name, firstRow);
+        long pack = System.nanoTime() - start;
+        List<Tensor> scores = new ArrayList<>();
+        List<FieldVector> vectors = new ArrayList<>();
+        try {
+            for (TensorColumn c : outputs) {
+                scores.add(Tensor.zeros(c.dtype(), c.shape(rows)));
+            }
+            int calls = (rows + batchSize - 1) / batchSize;
+            long[] nanos = new long[2];
+            long[][] timed = new long[calls][]; // rows, model and exchange nanoseconds of each call
+            long unpack = 0;
+            for (int from = 0; from < rows; from += batchSize) {
+                if (task != null && from > 0) {
+                    task.killTaskIfInterrupted();
+                }
+                int n = Math.min(batchSize, rows - from);
+                List<Tensor> in = new ArrayList<>();
+                try {
+                    for (int i : inputs) {
+                        in.add(tensors.get(i).slice(0, from, from + n, 1));
+                    }
+                    List<Tensor> results = scorer.score(in, n, nanos);
+                    long copyStart = System.nanoTime();
+                    try {
+                        for (int j = 0; j < results.size(); j++) {
+                            copyRows(results.get(j), scores.get(j), from);
+                        }
+                    } finally {
+                        results.forEach(Tensor::close);
+                    }
+                    unpack += System.nanoTime() - copyStart;
+                } finally {
+                    in.forEach(Tensor::close);
+                }
+                timed[from / batchSize] = new long[] {n, nanos[0], nanos[1]};
+            }
+            start = System.nanoTime();
+            for (int i = 0; i < passThrough.length; i++) {
+                vectors.add(ownedVector(tensors.get(passThrough[i]), allocator, written.get(i).name()));
+            }
+            for (int j = 0; j < scores.size(); j++) {
+                vectors.add(ArrowTensors.toVector(scores.get(j), allocator, outputs.get(j).name()));
+            }
+            unpack += System.nanoTime() - start;
+            if (metrics != null) { // the read's packing and unpacking shared among its model calls
+                for (long[] t : timed) {
+                    metrics.batch((int) t[0], t[1], t[2], pack / calls, unpack / calls);
+                }
+            }
+            return vectors;
+        } catch (RuntimeException | Error e) {
+            vectors.forEach(FieldVector::close);
+            throw e;
+        } finally {
+            scores.forEach(Tensor::close); // the vectors hold the memory
+            tensors.forEach(Tensor::close);
+        }
+    }
+
+    /**
+     * {@return the rows of each read: as many whole model batches of {@code batchSize} rows as make at
+     * most 16,384 rows or 32 MiB of the {@code packed} columns, at least one} The reader's, the
+     * writer's and dlpack4j's own costs of a batch (Arrow Java's import and export, the checks, the
+     * writer's call) are paid once a read, not once a model call.
+     */
+    static int readRows(List<TensorColumn> packed, int batchSize) {
+        long rowBytes = 0;
+        for (TensorColumn c : packed) {
+            rowBytes += (long) c.valuesPerRow() * c.dtype().byteSize();
+        }
+        long batches = Math.min(READ_ROWS / batchSize, READ_BYTES / Math.max(1, rowBytes * batchSize));
+        return (int) Math.min(Integer.MAX_VALUE, batchSize * Math.max(1, batches));
+    }
+
+    /** Copies {@code from}, a model's output for a model batch, into rows {@code row}... of the compact {@code to}. */
+    static void copyRows(Tensor from, Tensor to, long row) {
+        try (Tensor compact = from.isContiguous() ? from.share() : from.copy()) {
+            long rowBytes = to.numel() == 0 ? 0 : to.dtype().byteSize() * (to.numel() / to.shape()[0]);
+            to.withData(target -> compact.withData(source -> {
+                MemorySegment.copy(source, 0, target, row * rowBytes, source.byteSize());
+                return null;
+            }));
+        }
+    }
+
+    /**
+     * A vector over a copy of a pass-through column, compact and in memory the task owns: pyarrow
+     * keeps a row group's batches until the group is full, and a view would keep the whole read
+     * batch (the model's input included) allocated that long. The model's outputs are copied the same
+     * way, into one tensor a read ({@link #copyRows}): the writer reads them after the model has run
+     * on the next batches, and a model may write each batch into the same memory (a buffer it keeps,
+     * {@code out=}). The copies (64 + 8 bytes a row for the example's mlp and its key, where the
+     * inputs are viewed without one) also take strided views ({@code x.t()}, {@code x[:, ::2]}) and
+     * read-only arrays, which the row route writes as they are, and let the model's memory go at once.
      */
     static FieldVector ownedVector(Tensor t, BufferAllocator allocator, String name) {
         try (Tensor copy = t.copy()) {

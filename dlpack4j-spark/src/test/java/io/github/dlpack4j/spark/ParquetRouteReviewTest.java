@@ -156,6 +156,56 @@ class ParquetRouteReviewTest {
     }
 
     @Test
+    void the_model_gets_batches_of_the_batch_size_in_order_while_a_read_holds_many_of_them(@TempDir Path dir)
+            throws IOException {
+        Path input = dir.resolve("in");
+        py.exec(String.format("""
+                os.makedirs(%1$s)
+                pq.write_table(review_table(range(1000), 4, 11), %1$s + "/a.parquet")
+                """, Sparks.pyLiteral(input)));
+        // each row's output: its own first feature, its batch's rows, its place in the batch, the call's number
+        String source = """
+                import torch
+
+                def load():
+                    calls = [0]
+                    def f(x):
+                        x = torch.from_dlpack(x)
+                        calls[0] += 1
+                        n = x.shape[0]
+                        return torch.stack([x[:, 0], torch.full((n,), float(n)), torch.arange(n, dtype=torch.float32),
+                                            torch.full((n,), float(calls[0]))], dim=1)
+                    return f
+                """;
+        Path out = dir.resolve("out");
+        assertThat(model("sizes", source, 4, 64).transformParquet(spark, input.toString(), out.toString()))
+                .isEqualTo(1000);
+        assertThat(ParquetTask.readRows(List.of(TensorColumn.array("features", DataTypes.FloatType, 4)), 64))
+                .as("one read holds every row").isEqualTo(16_384);
+        assertThat(truth(String.format("""
+                (lambda i, o: bool(np.array_equal(o[:, 0], i[:, 0]))
+                    and o[:, 1].tolist() == [64.0] * 960 + [40.0] * 40
+                    and o[:, 2].tolist() == [float(r %% 64) for r in range(1000)]
+                    and len(set(o[:, 3].tolist())) == 16 and bool(np.all(np.diff(o[:, 3]) >= 0)))(
+                    pq.read_table(%s).column("features").combine_chunks().values.to_numpy().reshape(-1, 4),
+                    pq.read_table(%s).column("y").combine_chunks().values.to_numpy().reshape(-1, 4))
+                """, Sparks.pyLiteral(input.resolve("a.parquet")), Sparks.pyLiteral(onlyPart(out)))))
+                .as("each row's own value, from a call of 64 rows (the last 40), in file order").isTrue();
+    }
+
+    @Test
+    void a_read_holds_whole_model_batches_up_to_16384_rows_or_32_mib_of_input_and_at_least_one_batch() {
+        List<TensorColumn> mlp = List.of(TensorColumn.array("features", DataTypes.FloatType, 256),
+                TensorColumn.scalar("id", DataTypes.LongType));
+        assertThat(ParquetTask.readRows(mlp, 1024)).isEqualTo(16_384);
+        assertThat(ParquetTask.readRows(mlp, 1000)).isEqualTo(16_000);
+        assertThat(ParquetTask.readRows(mlp, 50_000)).isEqualTo(50_000);
+        List<TensorColumn> images = List.of(TensorColumn.array("pixels", DataTypes.FloatType, 3 * 224 * 224));
+        assertThat(ParquetTask.readRows(images, 8)).as("32 MiB of 588 KiB rows: 55 rows, 6 batches").isEqualTo(48);
+        assertThat(ParquetTask.readRows(images, 64)).as("one batch, over 32 MiB").isEqualTo(64);
+    }
+
+    @Test
     void a_file_of_many_row_groups_and_shuffled_ids_keeps_its_rows_once_each_in_their_order(@TempDir Path dir)
             throws IOException {
         Path input = dir.resolve("in");
