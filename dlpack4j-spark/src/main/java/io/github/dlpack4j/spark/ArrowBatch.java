@@ -33,8 +33,18 @@ final class ArrowBatch {
     }
 
     /**
-     * The tensors of {@code columns} over {@code root}'s buffers. Each holds a reference to its
-     * Arrow buffer until it is closed.
+     * What {@link #check} found in a batch.
+     *
+     * @param rows    the rows before the first refused one: all of them when none is
+     * @param refusal the first refused row's refusal, in the row route's words; null when none is
+     */
+    record Checked(int rows, IllegalArgumentException refusal) {
+    }
+
+    /**
+     * Checks {@code root}'s rows as the row route checks them, row by row and column by column,
+     * without throwing: a caller that runs the model on the rows before the refused one, batch by
+     * batch, fails as the row route does (its model's failure on an earlier batch comes first).
      *
      * @param root     the batch
      * @param dictionaries the dictionaries of the batch's dictionary-encoded columns (the reader)
@@ -42,11 +52,10 @@ final class ArrowBatch {
      * @param key      the key column, or null
      * @param file     the file's name, for the messages
      * @param firstRow the batch's first row's place in the file
-     * @return one owning tensor per column, in order; the caller closes them
-     * @throws IllegalArgumentException for the first refused row
+     * @return the rows before the first refused one, and its refusal
      */
-    static List<Tensor> tensors(VectorSchemaRoot root, DictionaryProvider dictionaries, List<TensorColumn> columns,
-                                String key, String file, long firstRow) {
+    static Checked check(VectorSchemaRoot root, DictionaryProvider dictionaries, List<TensorColumn> columns,
+                         String key, String file, long firstRow) {
         int rows = root.getRowCount();
         int badRow = rows;
         int badColumn = -1;
@@ -57,11 +66,21 @@ final class ArrowBatch {
                 badColumn = c;
             }
         }
-        if (badColumn >= 0) {
-            TensorColumn c = columns.get(badColumn);
-            throw refusal(root, dictionaries, c, badRow, problem(root.getVector(c.name()), c, badRow), key, file,
-                    firstRow);
+        if (badColumn < 0) {
+            return new Checked(rows, null);
         }
+        TensorColumn c = columns.get(badColumn);
+        return new Checked(badRow, refusal(root, dictionaries, c, badRow, problem(root.getVector(c.name()), c, badRow),
+                key, file, firstRow));
+    }
+
+    /**
+     * The tensors of {@code columns} over rows {@code [0, rows)} of {@code root}, which {@link #check}
+     * found clean. Each holds a reference to its Arrow buffer until it is closed.
+     *
+     * @return one owning tensor per column, in order; the caller closes them
+     */
+    static List<Tensor> tensors(VectorSchemaRoot root, List<TensorColumn> columns, int rows) {
         List<Tensor> tensors = new ArrayList<>();
         try {
             for (TensorColumn c : columns) {

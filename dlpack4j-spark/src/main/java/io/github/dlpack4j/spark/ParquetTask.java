@@ -180,31 +180,39 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
      * Scores one batch of the reader: its columns become tensors without a copy, checked at once
      * ({@link ArrowBatch}); the model runs on views of {@link #batchSize} rows of them in turn; each
      * output's rows are copied into one compact tensor of the read batch's rows, which the writer's
-     * vector then holds.
+     * vector then holds. A read with a refused row fails as the row route does: the model runs on
+     * the model batches before that row's first (the row route scores them before it packs that
+     * row's batch), so that its failure on one of them is the job's.
      *
      * @return the vectors of the written columns, in order; the caller hands them to the writer
+     * @throws IllegalArgumentException for the read's first refused row, in the row route's words
      */
     private List<FieldVector> scoreRead(VectorSchemaRoot batch, ArrowReader reader, String name, long firstRow,
                                         BatchScorer scorer, BufferAllocator allocator, TaskContext task) {
         int rows = batch.getRowCount();
         long start = System.nanoTime();
-        List<Tensor> tensors = ArrowBatch.tensors(batch, reader, packed, key, name, firstRow);
+        ArrowBatch.Checked checked = ArrowBatch.check(batch, reader, packed, key, name, firstRow);
+        int scored = checked.refusal() == null ? rows : checked.rows() - checked.rows() % batchSize;
+        if (scored == 0) {
+            throw checked.refusal();
+        }
+        List<Tensor> tensors = ArrowBatch.tensors(batch, packed, scored);
         long pack = System.nanoTime() - start;
         List<Tensor> scores = new ArrayList<>();
         List<FieldVector> vectors = new ArrayList<>();
         try {
             for (TensorColumn c : outputs) {
-                scores.add(Tensor.zeros(c.dtype(), c.shape(rows)));
+                scores.add(Tensor.zeros(c.dtype(), c.shape(scored)));
             }
-            int calls = (rows + batchSize - 1) / batchSize;
+            int calls = (scored + batchSize - 1) / batchSize;
             long[] nanos = new long[2];
             long[][] timed = new long[calls][]; // rows, model and exchange nanoseconds of each call
             long unpack = 0;
-            for (int from = 0; from < rows; from += batchSize) {
+            for (int from = 0; from < scored; from += batchSize) {
                 if (task != null && from > 0) {
                     task.killTaskIfInterrupted();
                 }
-                int n = Math.min(batchSize, rows - from);
+                int n = Math.min(batchSize, scored - from);
                 List<Tensor> in = new ArrayList<>();
                 try {
                     for (int i : inputs) {
@@ -224,6 +232,9 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
                     in.forEach(Tensor::close);
                 }
                 timed[from / batchSize] = new long[] {n, nanos[0], nanos[1]};
+            }
+            if (checked.refusal() != null) {
+                throw checked.refusal();
             }
             start = System.nanoTime();
             for (int i = 0; i < passThrough.length; i++) {

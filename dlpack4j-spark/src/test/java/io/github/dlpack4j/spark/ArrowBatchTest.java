@@ -1,7 +1,6 @@
 package io.github.dlpack4j.spark;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import java.util.List;
 
@@ -78,16 +77,20 @@ class ArrowBatchTest {
 
     private String refusal(Edit edit) {
         try (VectorSchemaRoot root = batch(edit)) {
-            return catchThrowableOfType(IllegalArgumentException.class,
-                    () -> ArrowBatch.tensors(root, null, COLUMNS, "id", "f.parquet", 100).forEach(Tensor::close))
-                    .getMessage();
+            ArrowBatch.Checked checked = ArrowBatch.check(root, null, COLUMNS, "id", "f.parquet", 100);
+            assertThat(checked.refusal()).as("a refusal").isNotNull();
+            assertThat(checked.refusal().getMessage()).as("the refused row is the first not clean")
+                    .contains("(row " + (100 + checked.rows()) + " of file");
+            return checked.refusal().getMessage();
         }
     }
 
     @Test
     void a_clean_batch_becomes_its_tensors_without_a_copy() {
         try (VectorSchemaRoot root = batch(new Edit() { })) {
-            List<Tensor> tensors = ArrowBatch.tensors(root, null, COLUMNS, "id", "f.parquet", 0);
+            assertThat(ArrowBatch.check(root, null, COLUMNS, "id", "f.parquet", 0))
+                    .isEqualTo(new ArrowBatch.Checked(ROWS, null));
+            List<Tensor> tensors = ArrowBatch.tensors(root, COLUMNS, ROWS);
             try {
                 assertThat(tensors.get(0).shape()).containsExactly(ROWS, N);
                 assertThat(tensors.get(0).dataPointer())

@@ -269,6 +269,39 @@ class ParquetRouteReviewTest {
     }
 
     @Test
+    void a_model_failing_on_a_batch_before_a_refused_row_of_the_same_read_fails_the_job_as_on_the_row_route(
+            @TempDir Path dir) throws Exception {
+        Path input = dir.resolve("in");
+        // row 5 holds 999, which the model fails on; row 50, in a later model batch of the same read, a null
+        py.exec(String.format("""
+                os.makedirs(%1$s)
+                rows = [[float(r), 1.0] for r in range(100)]
+                rows[5] = [999.0, 1.0]
+                rows[50] = [1.0, None]
+                pq.write_table(pa.table({"id": pa.array(range(100), pa.int64()),
+                                         "features": pa.array(rows, pa.list_(pa.float32()))}), %1$s + "/a.parquet")
+                """, Sparks.pyLiteral(input)));
+        String[][] models = {
+            {"raises999", "if bool((x == 999).any()):\n            raise ValueError('the model fails on 999')\n        return x",
+             "the model fails on 999"},
+            {"shape999", "return x[:, :1] if bool((x == 999).any()) else x", "output y is float32 [8, 1]"},
+        };
+        for (String[] m : models) {
+            String source = "import torch\n\ndef load():\n    def f(x):\n        x = torch.from_dlpack(x) * 1\n        "
+                    + m[1] + "\n    return f\n";
+            BatchInference inference = BatchInference.builder().input("features", 2).passThrough("id").batchSize(8)
+                    .model(PythonModel.fromSource(m[0], source, "load")).output("y", DataTypes.FloatType, 2).build();
+            assertThatThrownBy(() -> inference.transform(spark.read().parquet(input.toString()))
+                    .write().parquet(dir.resolve("rows-" + m[0]).toString()))
+                    .as("the row route, " + m[0]).hasStackTraceContaining(m[2]);
+            assertThatThrownBy(() -> inference.transformParquet(spark, input.toString(), dir.resolve("arrow-" + m[0]).toString()))
+                    .as("the Parquet route, " + m[0]).hasStackTraceContaining(m[2])
+                    .satisfies(e -> assertThat(rootMessage(e)).doesNotContain("holds a null"));
+        }
+        assertEveryArrowBufferReleased();
+    }
+
+    @Test
     void a_refused_row_is_named_by_a_dictionary_encoded_string_key_as_the_row_route_names_it(@TempDir Path dir) {
         Path input = dir.resolve("in");
         py.exec(String.format("""
