@@ -134,9 +134,11 @@ public final class BatchInference implements Serializable {
 
     /**
      * Runs the model over a Parquet dataset into a new one, reading and writing through Arrow's C++
-     * Parquet implementation inside the tasks (the Parquet route): one task per input file, whose
-     * record batches become the model's input tensors without a copy, and whose outputs are written
-     * from the model's memory. It refuses what {@link #transform} refuses, with the same messages,
+     * Parquet implementation inside the tasks (the Parquet route): one task per input file, read in
+     * record batches of whole model batches (up to 16,384 rows or 32 MiB of the columns read) that
+     * become the model's input tensors without a copy; the model is called on {@code batchSize}
+     * rows of them at a time, and its outputs are copied once, a read at a time, into the vectors
+     * that Arrow's writer writes. It refuses what {@link #transform} refuses, with the same messages,
      * naming the file and the row's key. The output holds a file per input file that holds rows
      * ({@code part-NNNNN-<job>.parquet}, the input file's rows in their order: the pass-through
      * columns, then the outputs, none nullable), or one file without rows when there are none, and
