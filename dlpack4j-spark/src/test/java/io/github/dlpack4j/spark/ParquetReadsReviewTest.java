@@ -36,16 +36,7 @@ class ParquetReadsReviewTest {
     @BeforeAll
     static void startSpark() {
         spark = Sparks.local();
-        py = ExecutorPython.get();
-        py.exec("""
-                import numpy as np, pyarrow as pa, pyarrow.parquet as pq, torch, os
-
-                def reads_table(ids, n, seed):
-                    x = np.random.default_rng(seed).standard_normal((len(ids), n), dtype=np.float32)
-                    features = pa.ListArray.from_arrays(pa.array(np.arange(0, x.size + 1, n, dtype=np.int32)),
-                                                        pa.array(x.reshape(-1)))
-                    return pa.table({"id": pa.array(np.asarray(ids, dtype=np.int64)), "features": features})
-                """);
+        py = Sparks.parquetPython();
     }
 
     @AfterEach
@@ -90,7 +81,7 @@ class ParquetReadsReviewTest {
         py.exec(String.format("""
                 os.makedirs(%1$s)
                 ids = np.random.default_rng(3).permutation(45000) * 7 - 100000
-                pq.write_table(reads_table(ids, 4, 21), %1$s + "/a.parquet", row_group_size=20000)
+                pq.write_table(ids_table(ids, 4, 21), %1$s + "/a.parquet", row_group_size=20000)
                 """, Sparks.pyLiteral(input)));
         // y: strided (a column of a stack); s: read-only NumPy float64; k: int64 in a buffer the model reuses;
         // n: the call's rows, to see the short batches
@@ -139,7 +130,7 @@ class ParquetReadsReviewTest {
         Path input = dir.resolve("in");
         py.exec(String.format("""
                 os.makedirs(%1$s)
-                pq.write_table(reads_table(range(1000), 4, 1), %1$s + "/a.parquet")
+                pq.write_table(ids_table(range(1000), 4, 1), %1$s + "/a.parquet")
                 """, Sparks.pyLiteral(input)));
         String[][] cases = {{"x[:, :3]", "[64, 3]"}, {"x.double()", "float64 [64, 4]"}};
         for (int c = 0; c < cases.length; c++) {
@@ -170,7 +161,7 @@ class ParquetReadsReviewTest {
         Path input = dir.resolve("in");
         py.exec(String.format("""
                 os.makedirs(%1$s)
-                pq.write_table(reads_table(range(50000), 256, 2), %1$s + "/a.parquet")
+                pq.write_table(ids_table(range(50000), 256, 2), %1$s + "/a.parquet")
                 """, Sparks.pyLiteral(input)));
         String source = """
                 import torch
@@ -197,7 +188,7 @@ class ParquetReadsReviewTest {
         Path input = dir.resolve("in");
         py.exec(String.format("""
                 os.makedirs(%1$s)
-                pq.write_table(reads_table(range(60000), 256, 2), %1$s + "/a.parquet")
+                pq.write_table(ids_table(range(60000), 256, 2), %1$s + "/a.parquet")
                 """, Sparks.pyLiteral(input)));
         Python python = ExecutorPython.get();
         PythonHelpers.of(python);

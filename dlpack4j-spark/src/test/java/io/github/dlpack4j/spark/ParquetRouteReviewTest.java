@@ -35,16 +35,8 @@ class ParquetRouteReviewTest {
     @BeforeAll
     static void startSpark() {
         spark = Sparks.local();
-        py = ExecutorPython.get();
+        py = Sparks.parquetPython();
         py.exec("""
-                import numpy as np, pyarrow as pa, pyarrow.parquet as pq, torch, os
-
-                def review_table(ids, n, seed):
-                    x = np.random.default_rng(seed).standard_normal((len(ids), n), dtype=np.float32)
-                    features = pa.ListArray.from_arrays(pa.array(np.arange(0, x.size + 1, n, dtype=np.int32)),
-                                                        pa.array(x.reshape(-1)))
-                    return pa.table({"id": pa.array(np.asarray(ids, dtype=np.int64)), "features": features})
-
                 def review_same(input, output, column, n):
                     i = pq.read_table(input)
                     o = pq.read_table(output)
@@ -88,7 +80,7 @@ class ParquetRouteReviewTest {
         Path input = dir.resolve("in");
         py.exec(String.format("""
                 os.makedirs(%1$s)
-                pq.write_table(review_table(range(300), 4, 3), %1$s + "/a.parquet")
+                pq.write_table(ids_table(range(300), 4, 3), %1$s + "/a.parquet")
                 """, Sparks.pyLiteral(input)));
         String[] bodies = {
             "torch.from_dlpack(x).t().contiguous().t()", // column-major: strides [1, rows]
@@ -110,7 +102,7 @@ class ParquetRouteReviewTest {
         Path input = dir.resolve("in");
         py.exec(String.format("""
                 os.makedirs(%1$s)
-                pq.write_table(review_table(range(100), 4, 3), %1$s + "/a.parquet")
+                pq.write_table(ids_table(range(100), 4, 3), %1$s + "/a.parquet")
                 """, Sparks.pyLiteral(input)));
         String source = """
                 import numpy as np
@@ -134,7 +126,7 @@ class ParquetRouteReviewTest {
         Path input = dir.resolve("in");
         py.exec(String.format("""
                 os.makedirs(%1$s)
-                pq.write_table(review_table(range(20000), 256, 5), %1$s + "/a.parquet")
+                pq.write_table(ids_table(range(20000), 256, 5), %1$s + "/a.parquet")
                 """, Sparks.pyLiteral(input)));
         String source = """
                 import torch
@@ -161,7 +153,7 @@ class ParquetRouteReviewTest {
         Path input = dir.resolve("in");
         py.exec(String.format("""
                 os.makedirs(%1$s)
-                pq.write_table(review_table(range(1000), 4, 11), %1$s + "/a.parquet")
+                pq.write_table(ids_table(range(1000), 4, 11), %1$s + "/a.parquet")
                 """, Sparks.pyLiteral(input)));
         // each row's output: its own first feature, its batch's rows, its place in the batch, the call's number
         String source = """
@@ -212,7 +204,7 @@ class ParquetRouteReviewTest {
         py.exec(String.format("""
                 os.makedirs(%1$s)
                 ids = np.random.default_rng(9).permutation(5000)
-                pq.write_table(review_table(ids, 8, 7), %1$s + "/a.parquet", row_group_size=37, use_dictionary=True)
+                pq.write_table(ids_table(ids, 8, 7), %1$s + "/a.parquet", row_group_size=37, use_dictionary=True)
                 """, Sparks.pyLiteral(input)));
         // a new tensor, and the input itself: the output vector then views the scanner's batch
         String[] bodies = {"torch.from_dlpack(x) * 1", "torch.from_dlpack(x)"};
@@ -324,7 +316,7 @@ class ParquetRouteReviewTest {
         Path input = dir.resolve("in put %41 #1");
         py.exec(String.format("""
                 os.makedirs(%1$s)
-                pq.write_table(review_table(range(50), 4, 3), %1$s + "/a b%%20#.parquet")
+                pq.write_table(ids_table(range(50), 4, 3), %1$s + "/a b%%20#.parquet")
                 """, Sparks.pyLiteral(input)));
         Path out = dir.resolve("out put %41 #1");
         String identity = "import torch\n\ndef load():\n    return lambda x: torch.from_dlpack(x) * 1\n";
@@ -349,12 +341,12 @@ class ParquetRouteReviewTest {
         Path truncated = dir.resolve("truncated");
         py.exec(String.format("""
                 os.makedirs(%1$s)
-                pq.write_table(review_table(range(3000), 64, 1), %1$s + "/a.parquet", row_group_size=500)
+                pq.write_table(ids_table(range(3000), 64, 1), %1$s + "/a.parquet", row_group_size=500)
                 with open(%1$s + "/b.parquet", "w") as f:
                     f.write("not parquet at all " * 100)
                 os.makedirs(%2$s)
-                pq.write_table(review_table(range(3000), 64, 1), %2$s + "/a.parquet", row_group_size=500)
-                pq.write_table(review_table(range(3000), 64, 1), %2$s + "/b.parquet", row_group_size=500)
+                pq.write_table(ids_table(range(3000), 64, 1), %2$s + "/a.parquet", row_group_size=500)
+                pq.write_table(ids_table(range(3000), 64, 1), %2$s + "/b.parquet", row_group_size=500)
                 data = open(%2$s + "/b.parquet", "rb").read()
                 # the footer kept, a row group's pages overwritten: the reader fails mid-file
                 mid = len(data) // 2
@@ -378,7 +370,7 @@ class ParquetRouteReviewTest {
         Path input = dir.resolve("in");
         py.exec(String.format("""
                 os.makedirs(%1$s)
-                t = review_table(range(100000), 256, 4)
+                t = ids_table(range(100000), 256, 4)
                 f = t.column("features").combine_chunks()
                 valid = np.ones(100000, dtype=bool)
                 valid[99000] = False
@@ -399,7 +391,7 @@ class ParquetRouteReviewTest {
         py.exec(String.format("""
                 os.makedirs(%1$s)
                 for p in range(2):
-                    pq.write_table(review_table(range(p * 3000, p * 3000 + 3000), 64, p), %1$s + f"/p{p}.parquet")
+                    pq.write_table(ids_table(range(p * 3000, p * 3000 + 3000), 64, p), %1$s + f"/p{p}.parquet")
                 """, Sparks.pyLiteral(input)));
         String source = """
                 import torch
@@ -426,7 +418,7 @@ class ParquetRouteReviewTest {
         py.exec(String.format("""
                 os.makedirs(%1$s)
                 for p in range(2):
-                    pq.write_table(review_table(range(p * 20000, p * 20000 + 20000), 256, p), %1$s + f"/p{p}.parquet")
+                    pq.write_table(ids_table(range(p * 20000, p * 20000 + 20000), 256, p), %1$s + f"/p{p}.parquet")
                 """, Sparks.pyLiteral(input)));
         String source = """
                 import torch, time

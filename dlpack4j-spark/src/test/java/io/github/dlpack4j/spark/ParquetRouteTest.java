@@ -46,17 +46,8 @@ class ParquetRouteTest {
     @BeforeAll
     static void startSpark() {
         spark = Sparks.local();
-        py = ExecutorPython.get();
+        py = Sparks.parquetPython();
         py.exec("""
-                import numpy as np, pyarrow as pa, pyarrow.parquet as pq, torch, os
-
-                def features_table(first, rows, n, seed):
-                    x = np.random.default_rng(seed).standard_normal((rows, n), dtype=np.float32)
-                    ids = pa.array(np.arange(first, first + rows, dtype=np.int64))
-                    features = pa.ListArray.from_arrays(pa.array(np.arange(0, x.size + 1, n, dtype=np.int32)),
-                                                        pa.array(x.reshape(-1)))
-                    return pa.table({"id": ids, "features": features})
-
                 def rows_of(path, column, n):
                     t = pq.read_table(path).sort_by("id")
                     values = t.column(column).combine_chunks().values.to_numpy(zero_copy_only=False)

@@ -8,6 +8,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
+import io.github.dlpack4j.python.Python;
+
 import org.apache.spark.SparkConf;
 import org.apache.spark.sql.SparkSession;
 
@@ -33,6 +35,29 @@ final class Sparks {
      */
     static synchronized SparkSession cluster(int executors) {
         return session("local-cluster[" + executors + ",1,1024]");
+    }
+
+    /**
+     * {@return the executors' interpreter of this JVM, with the Parquet tests' Python helpers
+     * defined}: {@code ids_table(ids, n, seed)}, a pyarrow table of {@code id} (int64, the given
+     * ids) and {@code features} (list<float> of {@code n} seeded normal values a row), and
+     * {@code features_table(first, rows, n, seed)}, that table for the ids {@code first...}
+     */
+    static Python parquetPython() {
+        Python py = ExecutorPython.get();
+        py.exec("""
+                import numpy as np, pyarrow as pa, pyarrow.parquet as pq, torch, os
+
+                def ids_table(ids, n, seed):
+                    x = np.random.default_rng(seed).standard_normal((len(ids), n), dtype=np.float32)
+                    features = pa.ListArray.from_arrays(pa.array(np.arange(0, x.size + 1, n, dtype=np.int32)),
+                                                        pa.array(x.reshape(-1)))
+                    return pa.table({"id": pa.array(np.asarray(ids, dtype=np.int64)), "features": features})
+
+                def features_table(first, rows, n, seed):
+                    return ids_table(range(first, first + rows), n, seed)
+                """);
+        return py;
     }
 
     /** {@return {@code s} (a path, say) as a Python string literal} */
