@@ -51,6 +51,16 @@ final class Look {
      * @return whether it happened while this thread looked (false: it did not look, or gave up)
      */
     boolean lookFor(BooleanSupplier happened, boolean evenGivingUp) {
+        return lookFor(happened, evenGivingUp, NANOS);
+    }
+
+    /**
+     * Spins until {@code happened} is true, at most {@code nanos}; as {@link #lookFor(BooleanSupplier,
+     * boolean)} otherwise.
+     *
+     * @return whether it happened while this thread looked (false: it did not look, or gave up)
+     */
+    boolean lookFor(BooleanSupplier happened, boolean evenGivingUp, long nanos) {
         if (!evenGivingUp && misses >= giveUpAfter && ++skipped % RETRY_EVERY != 0) {
             return false;
         }
@@ -58,7 +68,7 @@ final class Look {
             return false;
         }
         try {
-            long until = System.nanoTime() + NANOS;
+            long until = System.nanoTime() + nanos;
             for (int i = 1; !happened.getAsBoolean(); i++) {
                 if ((i & 31) == 0 && System.nanoTime() - until >= 0) {
                     misses = misses + 1;

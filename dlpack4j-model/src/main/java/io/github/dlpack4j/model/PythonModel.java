@@ -274,12 +274,13 @@ public final class PythonModel implements AutoCloseable {
      * long answers took: an answer that a parked caller waited for holds its wake-up and the
      * worker's, so judged by those a quick model looked slow and both sides parked for good (a
      * virtual thread in a loop of mlp calls: +34 µs a call, against +2 µs for the bare hand-off).
-     * Looks that keep missing (a machine too busy to answer within one) give up as {@link Look}
-     * says, after 16 misses in a row.
+     * A look lasts {@link Look#NANOS} more than twice the model's quick run time
+     * ({@link Recorder#answerLookNanos()}). Looks that keep missing (a machine too busy to answer
+     * within one) give up as {@link Look} says, after 16 misses in a row.
      */
     private void lookForAnswer(Request r) {
         if (recorder.quickModel()) {
-            answers.lookFor(r::isDone);
+            answers.lookFor(r::isDone, false, recorder.answerLookNanos());
         }
     }
 

@@ -125,6 +125,19 @@ final class Recorder {
         return quickRun < Look.NANOS;
     }
 
+    /**
+     * {@return how long a lone caller of a {@linkplain #quickModel() quick model} looks for its
+     * answer: {@link Look#NANOS} more than twice the model's quick run time} Its answer comes that
+     * run time after the call starts, plus the hand-offs; a look of {@link Look#NANOS} alone missed
+     * whenever a loaded machine stretched a call near it, and after 16 misses the caller parked on
+     * every call (a virtual thread in a loop of mlp calls of 27-47 µs: +21 to +45 µs a call over a
+     * platform thread in such rounds, +0.6 µs in rounds whose looks did not miss).
+     */
+    long answerLookNanos() {
+        long q = quickRun;
+        return q >= Look.NANOS ? Look.NANOS : Look.NANOS + 2 * q;
+    }
+
     ModelStats stats() {
         return new ModelStats(requests.get(), answered.get(), failed.get(), rejected.get(), timedOut.get(),
                 batches.get(), largestBatchRows.get(), queueWait.percentile(0.5), queueWait.percentile(0.99),

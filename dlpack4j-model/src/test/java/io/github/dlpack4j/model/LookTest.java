@@ -17,6 +17,16 @@ class LookTest {
     }
 
     @Test
+    void aLookMadeForLongerLooksThatLongBeforeItMisses() {
+        Look look = new Look();
+        long start = System.nanoTime();
+        assertThat(look.lookFor(() -> false, false, 3 * Look.NANOS)).isFalse();
+        assertThat(System.nanoTime() - start).isGreaterThanOrEqualTo(3 * Look.NANOS);
+        long until = System.nanoTime() + 2 * Look.NANOS; // happens past a plain look's time, within this one's
+        assertThat(look.lookFor(() -> System.nanoTime() - until >= 0, false, 10 * Look.NANOS)).isTrue();
+    }
+
+    @Test
     void aLookGivesUpAfterItsTimeAndAfterFourMissesInARowLooksOnceInThirtyTwo() {
         Look look = new Look();
         for (int i = 0; i < Look.GIVE_UP_AFTER; i++) {

@@ -48,4 +48,18 @@ class QuickModelTest {
         ran(r, 30_000);
         assertThat(r.quickModel()).as("quick again at once").isTrue();
     }
+
+    @Test
+    void aLoneCallerLooksForItsAnswerALookMoreThanTwiceTheModelsQuickRunTime() {
+        Recorder r = new Recorder("m", null);
+        assertThat(r.answerLookNanos()).as("before any call").isEqualTo(Look.NANOS);
+        ran(r, 20_000);
+        assertThat(r.answerLookNanos()).isEqualTo(Look.NANOS + 40_000);
+        ran(r, 45_000); // a call stretched near the look: the floor rises by a sixteenth of itself at most
+        assertThat(r.answerLookNanos()).isEqualTo(Look.NANOS + 2 * (20_000 + 20_000 / 16));
+        for (int i = 0; i < 40; i++) {
+            ran(r, 200_000);
+        }
+        assertThat(r.answerLookNanos()).as("a slow model's callers do not look at all").isEqualTo(Look.NANOS);
+    }
 }
