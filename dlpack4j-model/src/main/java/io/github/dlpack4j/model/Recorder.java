@@ -130,8 +130,7 @@ final class Recorder {
      * answer: {@link Look#NANOS} more than twice the model's quick run time} Its answer comes that
      * run time after the call starts, plus the hand-offs; a look of {@link Look#NANOS} alone missed
      * whenever a loaded machine stretched a call near it, and after 16 misses the caller parked on
-     * every call (a virtual thread in a loop of mlp calls of 27-47 µs: +21 to +45 µs a call over a
-     * platform thread in such rounds, +0.6 µs in rounds whose looks did not miss).
+     * every call, each then costing a wake-up (docs/performance.md).
      */
     long answerLookNanos() {
         long q = quickRun;
