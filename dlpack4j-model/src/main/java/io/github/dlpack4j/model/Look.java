@@ -7,9 +7,10 @@ import java.util.function.BooleanSupplier;
  * A bounded look for something about to happen (a request for an idle model thread, an answer for
  * a caller), before the thread parks: waking a parked thread costs more than a small model's call.
  * One thread looks at a time, for at most {@link #NANOS} or the time its caller gives; after
- * {@link #GIVE_UP_AFTER} looks in a row (or as many as it is made with) that found nothing (requests that come further apart, a model slower than the look), it looks
- * only once in {@link #RETRY_EVERY} times, so a service whose calls never come that close burns
- * next to no CPU on it.
+ * {@link #GIVE_UP_AFTER} looks in a row (or as many as it is made with) that found nothing
+ * (requests that come further apart, a model slower than the look), it looks only once in
+ * {@link #RETRY_EVERY} times, so a service whose calls never come that close burns next to no CPU
+ * on it.
  */
 final class Look {
     static final long NANOS = 50_000;
