@@ -8,9 +8,13 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.github.dlpack4j.DataType;
+import io.github.dlpack4j.Tensor;
+
 /**
- * The native memory of the batches' tensors, kept for the next batch of the same size instead of
- * allocated and zeroed for each one (a batch of 1024 rows of 256 floats is 1 MiB). A block goes
+ * The native memory of the batches' tensors (the row route's packed inputs, the Parquet route's
+ * outputs of a read), kept for the next batch of the same size instead of allocated and zeroed for
+ * each one (a batch of 1024 rows of 256 floats is 1 MiB). A block goes
  * back only when the tensor over it is released: its owner closed it <em>and</em> every DLPack
  * consumer (torch, say) deleted its export. So a model that keeps its input never sees it
  * overwritten: the next batch then gets a fresh block.
@@ -46,6 +50,21 @@ final class NativeBlocks {
         } else {
             p.kept.decrementAndGet();
         }
+    }
+
+    /**
+     * {@return a compact row-major tensor of {@code shape} over {@code block} (from
+     * {@link #acquire}), which gives the block back when the tensor's memory is released: its
+     * owner closed it and every export and vector over it let go}
+     */
+    static Tensor tensor(MemorySegment block, DataType dtype, long[] shape) {
+        long[] strides = new long[shape.length];
+        long stride = 1;
+        for (int d = shape.length - 1; d >= 0; d--) {
+            strides[d] = stride;
+            stride *= shape[d];
+        }
+        return Tensor.wrap(block, 0, dtype, shape, strides, () -> release(block));
     }
 
     private static Pool pool(long bytes) {

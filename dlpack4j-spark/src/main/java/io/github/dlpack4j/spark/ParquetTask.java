@@ -201,8 +201,9 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
         List<Tensor> scores = new ArrayList<>();
         List<FieldVector> vectors = new ArrayList<>();
         try {
-            for (TensorColumn c : outputs) {
-                scores.add(Tensor.zeros(c.dtype(), c.shape(scored)));
+            for (TensorColumn c : outputs) { // every row is written below: a pooled block, not zeroed memory
+                scores.add(NativeBlocks.tensor(NativeBlocks.acquire((long) scored * c.valuesPerRow() * c.dtype().byteSize()),
+                        c.dtype(), c.shape(scored)));
             }
             int calls = (scored + batchSize - 1) / batchSize;
             long[] nanos = new long[2];

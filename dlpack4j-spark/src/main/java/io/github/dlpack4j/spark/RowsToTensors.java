@@ -187,16 +187,9 @@ public final class RowsToTensors {
     private Tensor[] wrap(MemorySegment[] blocks, int n) {
         Tensor[] tensors = new Tensor[blocks.length];
         for (int c = 0; c < blocks.length; c++) {
-            MemorySegment block = blocks[c];
-            long[] shape = columns.get(c).shape(n);
-            tensors[c] = Tensor.wrap(block, 0, types[c].dtype, shape, rowMajor(shape),
-                    () -> NativeBlocks.release(block));
+            tensors[c] = NativeBlocks.tensor(blocks[c], types[c].dtype, columns.get(c).shape(n));
         }
         return tensors;
-    }
-
-    private static long[] rowMajor(long[] shape) {
-        return shape.length == 1 ? new long[] {1} : new long[] {shape[1], 1};
     }
 
     /** Writes {@code row} as row {@code r} of every tensor. */
