@@ -125,6 +125,24 @@ class ParquetSinkReviewTest {
         }
     }
 
+    /**
+     * Two batches put, the writer given time between them: one of the puts fails with
+     * {@code message} (the first may already see the writer stopped: it checks the writer after
+     * queuing), and once abandoned the sink holds no byte.
+     */
+    private static void assertTwoPutsFailWith(String message, Path dir) throws Exception {
+        try (BufferAllocator allocator = new RootAllocator()) {
+            ParquetSink sink = sink(allocator, dir.resolve("out"));
+            assertThatThrownBy(() -> {
+                sink.put(batch(allocator, 0, 1000), 1000);
+                letTheWriterTake();
+                sink.put(batch(allocator, 1000, 1000), 1000);
+            }).isInstanceOf(IllegalStateException.class).hasMessageContaining(message);
+            sink.abandon();
+            assertThat(allocator.getAllocatedMemory()).as("bytes left after the failed put").isZero();
+        }
+    }
+
     @Test
     void a_python_error_in_put_before_pyarrow_took_the_batch_releases_the_export_once(@TempDir Path dir)
             throws Exception {
@@ -132,17 +150,7 @@ class ParquetSinkReviewTest {
                 def _review_new_put(self, array_address, schema_address):
                     raise ValueError("refused before the import")
                 """, () -> {
-            try (BufferAllocator allocator = new RootAllocator()) {
-                ParquetSink sink = sink(allocator, dir.resolve("out"));
-                // the first put may already see the writer stopped: it checks the writer after queuing
-                assertThatThrownBy(() -> {
-                    sink.put(batch(allocator, 0, 1000), 1000);
-                    letTheWriterTake();
-                    sink.put(batch(allocator, 1000, 1000), 1000);
-                }).isInstanceOf(IllegalStateException.class).hasMessageContaining("refused before the import");
-                sink.abandon();
-                assertThat(allocator.getAllocatedMemory()).as("bytes left after the failed put").isZero();
-            }
+            assertTwoPutsFailWith("refused before the import", dir);
         });
     }
 
@@ -154,17 +162,7 @@ class ParquetSinkReviewTest {
                     _review_old_put(self, array_address, schema_address)
                     raise ValueError(f"refused after the import of {self._rows} rows")
                 """, () -> {
-            try (BufferAllocator allocator = new RootAllocator()) {
-                ParquetSink sink = sink(allocator, dir.resolve("out"));
-                // the first put may already see the writer stopped: it checks the writer after queuing
-                assertThatThrownBy(() -> {
-                    sink.put(batch(allocator, 0, 1000), 1000);
-                    letTheWriterTake();
-                    sink.put(batch(allocator, 1000, 1000), 1000);
-                }).isInstanceOf(IllegalStateException.class).hasMessageContaining("refused after the import");
-                sink.abandon();
-                assertThat(allocator.getAllocatedMemory()).as("bytes left after the failed put").isZero();
-            }
+            assertTwoPutsFailWith("refused after the import", dir);
         });
     }
 
