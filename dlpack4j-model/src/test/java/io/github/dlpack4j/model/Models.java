@@ -86,13 +86,31 @@ final class Models {
     }
 
     /**
-     * Asserts that live exports and native bytes are at most what they were (after Python's
-     * collector ran): at most, as what earlier tests of this JVM left may be released meanwhile.
+     * Asserts that live exports and native bytes come back to at most what they were (after
+     * Python's collector ran): at most, as what earlier tests of this JVM left may be released
+     * meanwhile. Deleters that closes on threads without the GIL queued run at a later GIL holder,
+     * which may be another thread (the release flusher) draining at the same time as this one:
+     * CI once saw 52 exports still out right after the closes of 2,000 outputs on virtual threads,
+     * which no local run repeated. So the counts are looked at again, every 10 ms for up to 5 s,
+     * before a leak is reported.
      */
     static void assertReleasedSince(int liveExports, long nativeBytes) {
-        try (PyObject collected = PY.eval("__import__('gc').collect()")) {
-            assertThat(Dlpack.liveExports()).isLessThanOrEqualTo(liveExports);
-            assertThat(Dlpack.nativeBytesInUse()).isLessThanOrEqualTo(nativeBytes);
+        long until = System.nanoTime() + 5_000_000_000L;
+        while (true) {
+            try (PyObject collected = PY.eval("__import__('gc').collect()")) {
+                boolean released = Dlpack.liveExports() <= liveExports && Dlpack.nativeBytesInUse() <= nativeBytes;
+                if (released || System.nanoTime() - until > 0) {
+                    assertThat(Dlpack.liveExports()).as("exports whose deleter has not run").isLessThanOrEqualTo(liveExports);
+                    assertThat(Dlpack.nativeBytesInUse()).as("dlpack4j's native bytes").isLessThanOrEqualTo(nativeBytes);
+                    return;
+                }
+            }
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError("interrupted while waiting for releases", e);
+            }
         }
     }
 
