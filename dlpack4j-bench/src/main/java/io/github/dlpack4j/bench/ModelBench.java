@@ -23,6 +23,7 @@ import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.DoubleSupplier;
+import java.util.function.ToDoubleFunction;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -44,7 +45,8 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  * <ul>
  *   <li>{@code modelPredict}: predict from a platform thread and from a virtual thread, one row, no
  *       batching, over Python's {@code model(x)} (targets at most 1.1x, and the virtual thread at
- *       most 5 µs more), and over the hand-written loop (what the runtime costs per call);</li>
+ *       most 5 µs more), and over the hand-written loop (what the runtime costs per call): the
+ *       median over short rounds of each round's ratio, with its quartiles;</li>
  *   <li>the floors of those two targets ({@code floor} lines): a virtual thread's bare hand-off to a
  *       platform thread and back ({@link HandOff}), and the torch tensor plus output import that any
  *       call from Java needs, each beside the figure it bounds;</li>
@@ -80,15 +82,23 @@ public class ModelBench {
                 model = torch.jit.load(path, map_location="cpu")
                 model.eval()
                 x = torch.randn(*shape)
-                def per_call(seconds, cpu=False):
-                    # ns per call of wall-clock time, or with cpu of this thread's CPU time
+                a = x.numpy().copy()
+                def per_call(seconds, cpu=False, fresh=False):
+                    # ns per call of wall-clock time, or with cpu of this thread's CPU time; with fresh
+                    # the model gets a new tensor over the same memory each call (torch.from_dlpack of
+                    # a NumPy array), as a service that answers requests makes one per request
                     gc.enable()
                     n = 0
                     start = time.perf_counter_ns()
                     cpu_start = time.thread_time_ns()
                     while True:
-                        with torch.inference_mode():
-                            model(x)
+                        if fresh:
+                            y = torch.from_dlpack(a)
+                            with torch.inference_mode():
+                                model(y)
+                        else:
+                            with torch.inference_mode():
+                                model(x)
                         n += 1
                         elapsed = time.perf_counter_ns() - start
                         if elapsed >= seconds * 1e9:
@@ -224,32 +234,71 @@ public class ModelBench {
     }
 
     /**
-     * The per-call figures, in turns over five rounds, best round each.
+     * The per-call figures, timed in short rounds taken in turns (the order reversed every other
+     * round, so that a drift of the machine's speed weighs on each kind alike). The targets are
+     * judged by the median over the rounds of each round's own ratio (and difference): a round's
+     * kinds run within a fraction of a second of each other, so a disturbance that lasts longer
+     * slows them together and cancels out, where the best round of each kind, taken on its own,
+     * may come from a quiet moment of one kind and a busy one of the other. The best rounds are
+     * printed too.
      *
-     * @return predict's ns per call from a platform thread, from a virtual thread, and Python's call's
+     * @return predict's best ns per call from a platform thread, from a virtual thread, and Python's call's
      */
     private double[] printPredict() throws InterruptedException {
-        double roundSeconds = model.equals("mlp") ? 0.3 : 1.5;
+        boolean mlp = model.equals("mlp");
+        double roundSeconds = mlp ? 0.05 : 0.5;
+        int rounds = mlp ? 31 : 9;
         long roundNanos = (long) (roundSeconds * 1e9);
-        double platform = Double.MAX_VALUE;
-        double virtual = Double.MAX_VALUE;
-        double hand = Double.MAX_VALUE;
-        double python = Double.MAX_VALUE;
-        for (int round = 0; round < 5; round++) {
-            platform = Math.min(platform, perCall(this::predict, roundNanos));
-            AtomicReference<Double> v = new AtomicReference<>();
-            Thread.ofVirtual().start(() -> v.set(perCall(this::predict, roundNanos))).join();
-            virtual = Math.min(virtual, v.get());
-            hand = Math.min(hand, perCall(this::handWrittenLoop, roundNanos));
-            try (PyObject ns = pythonPerCall.call(roundSeconds)) {
-                python = Math.min(python, ns.asDouble());
+        // platform, virtual, hand-written loop, Python, Python on a fresh tensor each call
+        double[][] perRound = new double[rounds][5];
+        for (int round = 0; round < rounds; round++) {
+            for (int i = 0; i < 5; i++) {
+                int kind = round % 2 == 0 ? i : 4 - i;
+                perRound[round][kind] = switch (kind) {
+                    case 0 -> perCall(this::predict, roundNanos);
+                    case 1 -> {
+                        AtomicReference<Double> v = new AtomicReference<>();
+                        Thread.ofVirtual().start(() -> v.set(perCall(this::predict, roundNanos))).join();
+                        yield v.get();
+                    }
+                    case 2 -> perCall(this::handWrittenLoop, roundNanos);
+                    default -> {
+                        try (PyObject ns = pythonPerCall.call(roundSeconds, false, kind == 4)) {
+                            yield ns.asDouble();
+                        }
+                    }
+                };
             }
         }
-        System.out.printf("%n[in-fork] modelPredict %s: predict %.1f us, Python's call %.1f us (%.2fx);"
-                        + " from a virtual thread %.1f us (%+.1f us); the hand-written loop %.1f us: the runtime costs %+.1f us a call%n",
-                model, platform / 1e3, python / 1e3, platform / python, virtual / 1e3, (virtual - platform) / 1e3,
-                hand / 1e3, (platform - hand) / 1e3);
-        return new double[] {platform, virtual, python};
+        double[] best = new double[5];
+        for (int kind = 0; kind < 5; kind++) {
+            int k = kind;
+            best[kind] = Arrays.stream(perRound).mapToDouble(r -> r[k]).min().orElseThrow();
+        }
+        double[] ratio = quartiles(perRound, r -> r[0] / r[3]);
+        double[] virtualOver = quartiles(perRound, r -> (r[1] - r[0]) / 1e3);
+        double[] cost = quartiles(perRound, r -> (r[0] - r[2]) / 1e3);
+        double[] fresh = quartiles(perRound, r -> r[4] / r[3]);
+        double[] overFresh = quartiles(perRound, r -> r[0] / r[4]);
+        System.out.printf("%n[in-fork] modelPredict %s: predict over Python's call, median of %d rounds taken in turns"
+                        + " (%.2fx), quartiles %.2f-%.2fx; from a virtual thread %+.1f us over the platform thread"
+                        + " (quartiles %+.1f to %+.1f us); over the hand-written loop %+.1f us a call (quartiles %+.1f"
+                        + " to %+.1f us); best rounds: predict %.1f us, from a virtual thread %.1f us, the hand-written"
+                        + " loop %.1f us, Python's call %.1f us%n",
+                model, rounds, ratio[1], ratio[0], ratio[2], virtualOver[1], virtualOver[0], virtualOver[2], cost[1],
+                cost[0], cost[2], best[0] / 1e3, best[1] / 1e3, best[2] / 1e3, best[3] / 1e3);
+        System.out.printf("%n[in-fork] modelPredict %s, Python's call on a new tensor each call (torch.from_dlpack of"
+                        + " a NumPy array, as a service makes one per request): over its call on a tensor it keeps,"
+                        + " median of the same rounds (%.2fx), quartiles %.2f-%.2fx; predict over it (%.2fx), quartiles"
+                        + " %.2f-%.2fx; best round %.1f us%n",
+                model, fresh[1], fresh[0], fresh[2], overFresh[1], overFresh[0], overFresh[2], best[4] / 1e3);
+        return new double[] {best[0], best[1], best[3]};
+    }
+
+    /** {@return the first quartile, the median and the third quartile of {@code f} over the rounds} */
+    private static double[] quartiles(double[][] rounds, ToDoubleFunction<double[]> f) {
+        double[] v = Arrays.stream(rounds).mapToDouble(f).sorted().toArray();
+        return new double[] {v[v.length / 4], v[v.length / 2], v[(3 * v.length) / 4]};
     }
 
     /**
