@@ -41,14 +41,7 @@ class ParquetReadsReviewTest {
 
     @AfterEach
     void everyArrowBufferIsReleased() throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (ParquetTask.allocatedBytes() != 0 && System.nanoTime() < deadline) {
-            System.gc();
-            try (PyObject ignored = py.eval("__import__('gc').collect()")) {
-                Thread.sleep(20);
-            }
-        }
-        assertThat(ParquetTask.allocatedBytes()).as("bytes the Parquet tasks still hold").isZero();
+        Sparks.assertEveryArrowBufferReleased(py);
     }
 
     private static boolean truth(String expr) {
@@ -128,10 +121,7 @@ class ParquetReadsReviewTest {
     void an_output_of_another_shape_or_dtype_on_a_later_call_of_a_read_fails_the_job_leaving_nothing(
             @TempDir Path dir) throws Exception {
         Path input = dir.resolve("in");
-        py.exec(String.format("""
-                os.makedirs(%1$s)
-                pq.write_table(ids_table(range(1000), 4, 1), %1$s + "/a.parquet")
-                """, Sparks.pyLiteral(input)));
+        Sparks.writeOneFile(py, input, 1000, 4, 1);
         String[][] cases = {{"x[:, :3]", "[64, 3]"}, {"x.double()", "float64 [64, 4]"}};
         for (int c = 0; c < cases.length; c++) {
             String source = """
@@ -159,10 +149,7 @@ class ParquetReadsReviewTest {
     void a_model_that_raises_in_a_later_read_after_the_writer_took_earlier_reads_leaves_nothing(@TempDir Path dir)
             throws Exception {
         Path input = dir.resolve("in");
-        py.exec(String.format("""
-                os.makedirs(%1$s)
-                pq.write_table(ids_table(range(50000), 256, 2), %1$s + "/a.parquet")
-                """, Sparks.pyLiteral(input)));
+        Sparks.writeOneFile(py, input, 50000, 256, 2);
         String source = """
                 import torch
 
@@ -186,10 +173,7 @@ class ParquetReadsReviewTest {
     @Test
     void a_writer_that_fails_on_a_later_read_fails_the_job_leaving_nothing(@TempDir Path dir) throws Exception {
         Path input = dir.resolve("in");
-        py.exec(String.format("""
-                os.makedirs(%1$s)
-                pq.write_table(ids_table(range(60000), 256, 2), %1$s + "/a.parquet")
-                """, Sparks.pyLiteral(input)));
+        Sparks.writeOneFile(py, input, 60000, 256, 2);
         Python python = ExecutorPython.get();
         PythonHelpers.of(python);
         python.exec("""

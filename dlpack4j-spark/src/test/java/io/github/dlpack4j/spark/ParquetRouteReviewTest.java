@@ -50,7 +50,7 @@ class ParquetRouteReviewTest {
     /** Every test's Arrow memory is back once it ends, whatever it checked. */
     @AfterEach
     void everyArrowBufferIsReleased() throws InterruptedException {
-        assertEveryArrowBufferReleased();
+        Sparks.assertEveryArrowBufferReleased(py);
     }
 
 
@@ -78,10 +78,7 @@ class ParquetRouteReviewTest {
     void outputs_that_are_strided_views_or_read_only_are_written_with_their_values(@TempDir Path dir)
             throws IOException {
         Path input = dir.resolve("in");
-        py.exec(String.format("""
-                os.makedirs(%1$s)
-                pq.write_table(ids_table(range(300), 4, 3), %1$s + "/a.parquet")
-                """, Sparks.pyLiteral(input)));
+        Sparks.writeOneFile(py, input, 300, 4, 3);
         String[] bodies = {
             "torch.from_dlpack(x).t().contiguous().t()", // column-major: strides [1, rows]
             "torch.stack([torch.from_dlpack(x), torch.from_dlpack(x)], 2)[:, :, 0]", // strides [8, 2]
@@ -100,10 +97,7 @@ class ParquetRouteReviewTest {
     @Test
     void a_model_that_returns_a_read_only_array_has_it_written(@TempDir Path dir) throws IOException {
         Path input = dir.resolve("in");
-        py.exec(String.format("""
-                os.makedirs(%1$s)
-                pq.write_table(ids_table(range(100), 4, 3), %1$s + "/a.parquet")
-                """, Sparks.pyLiteral(input)));
+        Sparks.writeOneFile(py, input, 100, 4, 3);
         String source = """
                 import numpy as np
 
@@ -124,10 +118,7 @@ class ParquetRouteReviewTest {
     void a_model_that_writes_every_batch_into_the_same_output_buffer_gets_each_batchs_values_written(@TempDir Path dir)
             throws IOException {
         Path input = dir.resolve("in");
-        py.exec(String.format("""
-                os.makedirs(%1$s)
-                pq.write_table(ids_table(range(20000), 256, 5), %1$s + "/a.parquet")
-                """, Sparks.pyLiteral(input)));
+        Sparks.writeOneFile(py, input, 20000, 256, 5);
         String source = """
                 import torch
 
@@ -151,10 +142,7 @@ class ParquetRouteReviewTest {
     void the_model_gets_batches_of_the_batch_size_in_order_while_a_read_holds_many_of_them(@TempDir Path dir)
             throws IOException {
         Path input = dir.resolve("in");
-        py.exec(String.format("""
-                os.makedirs(%1$s)
-                pq.write_table(ids_table(range(1000), 4, 11), %1$s + "/a.parquet")
-                """, Sparks.pyLiteral(input)));
+        Sparks.writeOneFile(py, input, 1000, 4, 11);
         // each row's output: its own first feature, its batch's rows, its place in the batch, the call's number
         String source = """
                 import torch
@@ -257,7 +245,7 @@ class ParquetRouteReviewTest {
             assertThat(parquetRoute.replaceAll(" of file bad\\.parquet", ""))
                     .as("case " + i).isEqualTo(rowRoute.replaceAll(" of partition \\d+", ""));
         }
-        assertEveryArrowBufferReleased();
+        Sparks.assertEveryArrowBufferReleased(py);
     }
 
     @Test
@@ -290,7 +278,7 @@ class ParquetRouteReviewTest {
                     .as("the Parquet route, " + m[0]).hasStackTraceContaining(m[2])
                     .satisfies(e -> assertThat(rootMessage(e)).doesNotContain("holds a null"));
         }
-        assertEveryArrowBufferReleased();
+        Sparks.assertEveryArrowBufferReleased(py);
     }
 
     @Test
@@ -362,7 +350,7 @@ class ParquetRouteReviewTest {
                 assertThat(left.map(p -> out.relativize(p).toString()).filter(p -> !p.isEmpty()).toList()).isEmpty();
             }
         }
-        assertEveryArrowBufferReleased();
+        Sparks.assertEveryArrowBufferReleased(py);
     }
 
     @Test
@@ -408,7 +396,7 @@ class ParquetRouteReviewTest {
         Path out = dir.resolve("out");
         assertThatThrownBy(() -> model("raises", source, 64, 100).transformParquet(spark, input.toString(), out.toString()))
                 .isInstanceOf(SparkException.class).hasMessageContaining("the seventh batch");
-        assertEveryArrowBufferReleased();
+        Sparks.assertEveryArrowBufferReleased(py);
     }
 
     @Test
@@ -449,18 +437,6 @@ class ParquetRouteReviewTest {
         try (Stream<Path> left = Files.walk(out)) {
             assertThat(left.map(p -> out.relativize(p).toString()).filter(p -> !p.isEmpty()).toList()).isEmpty();
         }
-        assertEveryArrowBufferReleased();
-    }
-
-    /** Waits up to 10 s for the tasks' Arrow memory to be released: the model's objects of the inputs may go last. */
-    private static void assertEveryArrowBufferReleased() throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (ParquetTask.allocatedBytes() != 0 && System.nanoTime() < deadline) {
-            System.gc(); // a PythonException keeps the traceback, and so the failing call's inputs, until collected
-            try (PyObject ignored = py.eval("__import__('gc').collect()")) {
-                Thread.sleep(20);
-            }
-        }
-        assertThat(ParquetTask.allocatedBytes()).as("bytes the Parquet tasks still hold").isZero();
+        Sparks.assertEveryArrowBufferReleased(py);
     }
 }

@@ -139,7 +139,7 @@ class ParquetRouteTest {
         List<Row> viaSpark = spark.read().parquet(dir.resolve("arrow").toString()).orderBy("id").collectAsList();
         List<Row> rowRoute = spark.read().parquet(dir.resolve("rows").toString()).orderBy("id").collectAsList();
         assertThat(viaSpark).isEqualTo(rowRoute);
-        assertEveryArrowBufferReleased();
+        Sparks.assertEveryArrowBufferReleased(py);
     }
 
     @Test
@@ -267,7 +267,7 @@ class ParquetRouteTest {
         assertThatThrownBy(() -> byKey.transformParquet(spark, input.toString(), dir.resolve("null-out").toString()))
                 .isInstanceOf(SparkException.class)
                 .hasMessageContaining("column id of the row with x=2.0 (row 1 of file n.parquet) is null");
-        assertEveryArrowBufferReleased();
+        Sparks.assertEveryArrowBufferReleased(py);
     }
 
     @Test
@@ -378,16 +378,5 @@ class ParquetRouteTest {
         assertThatThrownBy(() -> identity.transformParquet(spark, dir.resolve("none").toString(),
                 dir.resolve("out4").toString()))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("is neither a Parquet file nor a directory");
-    }
-
-    /** Waits up to 10 s for the tasks' Arrow memory to be released: the model's objects of the inputs may go last. */
-    static void assertEveryArrowBufferReleased() throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (ParquetTask.allocatedBytes() != 0 && System.nanoTime() < deadline) {
-            try (PyObject ignored = py.eval("__import__('gc').collect()")) {
-                Thread.sleep(20);
-            }
-        }
-        assertThat(ParquetTask.allocatedBytes()).as("bytes the Parquet tasks still hold").isZero();
     }
 }

@@ -1,5 +1,7 @@
 package io.github.dlpack4j.spark;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -7,7 +9,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
+import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 
 import org.apache.spark.SparkConf;
@@ -58,6 +62,33 @@ final class Sparks {
                     return ids_table(range(first, first + rows), n, seed)
                 """);
         return py;
+    }
+
+    /**
+     * Writes {@code dir/a.parquet} (making {@code dir}): {@code ids_table(range(rows), n, seed)},
+     * with {@code py} from {@link #parquetPython()}.
+     */
+    static void writeOneFile(Python py, Path dir, int rows, int n, int seed) {
+        py.exec(String.format("""
+                os.makedirs(%1$s)
+                pq.write_table(ids_table(range(%2$d), %3$d, %4$d), %1$s + "/a.parquet")
+                """, pyLiteral(dir), rows, n, seed));
+    }
+
+    /**
+     * Waits up to 10 s for the Parquet tasks' Arrow memory to be released, then asserts it is: the
+     * model's objects of the inputs may go last (a {@code PythonException} keeps the traceback, and
+     * so the failing call's inputs, until collected).
+     */
+    static void assertEveryArrowBufferReleased(Python py) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (ParquetTask.allocatedBytes() != 0 && System.nanoTime() < deadline) {
+            System.gc();
+            try (PyObject ignored = py.eval("__import__('gc').collect()")) {
+                Thread.sleep(20);
+            }
+        }
+        assertThat(ParquetTask.allocatedBytes()).as("bytes the Parquet tasks still hold").isZero();
     }
 
     /** {@return {@code s} (a path, say) as a Python string literal} */
