@@ -15,5 +15,6 @@ module io.github.dlpack4j.core {
     // through them. They are constants and layouts only, pinned to the C header by AbiLayoutTest.
     exports io.github.dlpack4j.abi;
     // Shared machinery of dlpack4j's own modules, not API.
-    exports io.github.dlpack4j.internal to io.github.dlpack4j.python, io.github.dlpack4j.arrow, io.github.dlpack4j.onnxruntime;
+    exports io.github.dlpack4j.internal to io.github.dlpack4j.python, io.github.dlpack4j.arrow, io.github.dlpack4j.onnxruntime,
+            io.github.dlpack4j.model;
 }

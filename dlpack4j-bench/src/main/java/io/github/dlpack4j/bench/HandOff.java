@@ -2,6 +2,8 @@ package io.github.dlpack4j.bench;
 
 import java.util.concurrent.locks.LockSupport;
 
+import io.github.dlpack4j.internal.CpuYield;
+
 /**
  * The floor of a virtual thread's call that must run on a platform thread: the bare hand-off of a
  * task to one platform thread of its own and the wait for its end, with none of a model runtime's
@@ -9,7 +11,8 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>With {@code spin}, each side looks for the other a while before it parks, as dlpack4j-model
  * does ({@code Look}): the platform thread for the next task, the caller for the task's end, each
- * for at most {@link #SPIN_NANOS}. Without, both park at once, and every call pays two wake-ups (the
+ * for at most {@link #SPIN_NANOS}, offering its CPU to another thread between glances
+ * ({@link CpuYield}). Without, both park at once, and every call pays two wake-ups (the
  * platform thread's, and the virtual thread's through its scheduler and a carrier). A side unparks
  * the other only when that one said it parks (its flag, then the slot checked again: no lost
  * wake-up).
@@ -47,11 +50,8 @@ final class HandOff implements AutoCloseable {
         }
         if (spin) {
             long until = System.nanoTime() + SPIN_NANOS;
-            for (int i = 1; !done; i++) {
-                if ((i & 31) == 0 && System.nanoTime() - until >= 0) {
-                    break;
-                }
-                Thread.onSpinWait();
+            while (!done && System.nanoTime() - until < 0) {
+                CpuYield.pause();
             }
         }
         while (!done) {
@@ -69,11 +69,8 @@ final class HandOff implements AutoCloseable {
             if (work == null) {
                 if (spin) {
                     long until = System.nanoTime() + SPIN_NANOS;
-                    for (int i = 1; task == null && !closed; i++) {
-                        if ((i & 31) == 0 && System.nanoTime() - until >= 0) {
-                            break;
-                        }
-                        Thread.onSpinWait();
+                    while (task == null && !closed && System.nanoTime() - until < 0) {
+                        CpuYield.pause();
                     }
                 }
                 workerParked = true;

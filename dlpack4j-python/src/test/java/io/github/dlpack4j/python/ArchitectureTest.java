@@ -169,7 +169,8 @@ class ArchitectureTest {
     void coreKeepsItsQualifiedExportOfItsInternals() throws Exception {
         ModuleDescriptor core = moduleOf(Tensor.class);
         exportsExactly(core, Set.of("io.github.dlpack4j", "io.github.dlpack4j.abi"), Map.of("io.github.dlpack4j.internal",
-                Set.of("io.github.dlpack4j.python", "io.github.dlpack4j.arrow", "io.github.dlpack4j.onnxruntime")));
+                Set.of("io.github.dlpack4j.python", "io.github.dlpack4j.arrow", "io.github.dlpack4j.onnxruntime",
+                        "io.github.dlpack4j.model")));
 
         ModuleDescriptor opensItsInternals = ModuleDescriptor.newModule("fixture")
                 .exports("fixture").exports("fixture.internal").build();
