@@ -210,8 +210,22 @@ public class ModelBench {
     public void tearDown(BenchmarkParams params) throws Exception {
         String name = params.getBenchmark();
         if (name.endsWith(".predict")) {
-            double[] figures = printPredict();
-            printFloors(figures[0], figures[1], figures[2]);
+            try (PyObject torch = py.importModule("torch");
+                 PyObject empty = torch.callMethod("empty", 0);
+                 HandOff spinning = new HandOff(true)) {
+                ExchangeApi api = ExchangeApi.fromObject(empty).orElseThrow();
+                // The call of the model from Java with nothing else: a torch tensor over x, the model, the import.
+                Runnable modelCall = () -> py.withGil(() -> {
+                    try (PyObject t = api.toPyObject(x); PyObject y = guardedModel.call(t);
+                         ManagedTensor out = PythonDlpack.fromDlpack(y)) {
+                        return out.tensor().withData(s -> s.getAtIndex(ValueLayout.JAVA_FLOAT, 0));
+                    }
+                });
+                // torch's thread count is per thread: the hand-off's thread gets one, as the runtime's threads do.
+                spinning.call(() -> py.exec("torch.set_num_threads(1)"));
+                double[] figures = printPredict(modelCall, spinning);
+                printFloors(figures[0], figures[1], figures[2], api, modelCall, spinning);
+            }
             if (model.equals("mlp")) {
                 printThroughput();
             }
@@ -242,26 +256,39 @@ public class ModelBench {
      * may come from a quiet moment of one kind and a busy one of the other. The best rounds are
      * printed too.
      *
+     * <p>The same rounds time the floor of the virtual thread's figure: the model's call from Java
+     * with nothing around it, on the platform thread and handed off from a virtual thread to a
+     * platform thread of its own ({@link HandOff}, which looks as the runtime does), so that the
+     * runtime's own part of the virtual thread's cost is judged round by round against a hand-off
+     * timed in the same stretch of the machine.
+     *
+     * @param modelCall the model's call from Java with nothing around it
+     * @param spinning  the bare hand-off
+     *
      * @return predict's best ns per call from a platform thread, from a virtual thread, and Python's call's
      */
-    private double[] printPredict() throws InterruptedException {
+    private double[] printPredict(Runnable modelCall, HandOff spinning) throws InterruptedException {
         boolean mlp = model.equals("mlp");
         double roundSeconds = mlp ? 0.05 : 0.5;
         int rounds = mlp ? 31 : 9;
         long roundNanos = (long) (roundSeconds * 1e9);
-        // platform, virtual, hand-written loop, Python, Python on a fresh tensor each call
-        double[][] perRound = new double[rounds][5];
+        // platform, virtual, hand-written loop, Python, Python on a fresh tensor each call, the model's
+        // call from Java on the platform thread, the same handed off from a virtual thread
+        int kinds = 7;
+        DoubleSupplier bareCall = () -> {
+            modelCall.run();
+            return 0;
+        };
+        double[][] perRound = new double[rounds][kinds];
         for (int round = 0; round < rounds; round++) {
-            for (int i = 0; i < 5; i++) {
-                int kind = round % 2 == 0 ? i : 4 - i;
+            for (int i = 0; i < kinds; i++) {
+                int kind = round % 2 == 0 ? i : kinds - 1 - i;
                 perRound[round][kind] = switch (kind) {
                     case 0 -> perCall(this::predict, roundNanos);
-                    case 1 -> {
-                        AtomicReference<Double> v = new AtomicReference<>();
-                        Thread.ofVirtual().start(() -> v.set(perCall(this::predict, roundNanos))).join();
-                        yield v.get();
-                    }
+                    case 1 -> inVirtualThread(this::predict, roundNanos / 1_000_000);
                     case 2 -> perCall(this::handWrittenLoop, roundNanos);
+                    case 5 -> perCall(bareCall, roundNanos);
+                    case 6 -> inVirtualThread(() -> spinning.call(modelCall), roundNanos / 1_000_000);
                     default -> {
                         try (PyObject ns = pythonPerCall.call(roundSeconds, false, kind == 4)) {
                             yield ns.asDouble();
@@ -270,8 +297,8 @@ public class ModelBench {
                 };
             }
         }
-        double[] best = new double[5];
-        for (int kind = 0; kind < 5; kind++) {
+        double[] best = new double[kinds];
+        for (int kind = 0; kind < kinds; kind++) {
             int k = kind;
             best[kind] = Arrays.stream(perRound).mapToDouble(r -> r[k]).min().orElseThrow();
         }
@@ -292,6 +319,13 @@ public class ModelBench {
                         + " median of the same rounds (%.2fx), quartiles %.2f-%.2fx; predict over it (%.2fx), quartiles"
                         + " %.2f-%.2fx; best round %.1f us%n",
                 model, fresh[1], fresh[0], fresh[2], overFresh[1], overFresh[0], overFresh[2], best[4] / 1e3);
+        double[] handOff = quartiles(perRound, r -> (r[6] - r[5]) / 1e3);
+        double[] runtimeOwn = quartiles(perRound, r -> ((r[1] - r[0]) - (r[6] - r[5])) / 1e3);
+        System.out.printf("%n[in-fork] modelPredict %s, a virtual thread's bare hand-off of the model's call from Java to a"
+                        + " platform thread (no runtime) over the same call on a platform thread, median of the same"
+                        + " rounds %+.1f us (quartiles %+.1f to %+.1f us); predict's virtual thread over the platform"
+                        + " thread less that, round by round: %+.1f us (quartiles %+.1f to %+.1f us)%n",
+                model, handOff[1], handOff[0], handOff[2], runtimeOwn[1], runtimeOwn[0], runtimeOwn[2]);
         return new double[] {best[0], best[1], best[3]};
     }
 
@@ -318,7 +352,8 @@ public class ModelBench {
      *       run all their work on it), which the other processes of a loaded machine disturb less.</li>
      * </ul>
      */
-    private void printFloors(double platform, double virtual, double python) throws Exception {
+    private void printFloors(double platform, double virtual, double python, ExchangeApi api, Runnable modelCall,
+                             HandOff spinning) throws Exception {
         double roundSeconds = model.equals("mlp") ? 0.3 : 1.5;
         long roundMillis = (long) (roundSeconds * 1e3);
         long steps = HandOff.stepsFor((long) python);
@@ -328,20 +363,7 @@ public class ModelBench {
         double predictCpu = Double.MAX_VALUE;
         double pythonCpu = Double.MAX_VALUE;
         double floorCpu = Double.MAX_VALUE;
-        try (PyObject torch = py.importModule("torch");
-             PyObject empty = torch.callMethod("empty", 0);
-             PyObject output = handModel.call(bufferView);
-             HandOff spinning = new HandOff(true); HandOff parking = new HandOff(false)) {
-            ExchangeApi api = ExchangeApi.fromObject(empty).orElseThrow();
-            // The call of the model from Java with nothing else: a torch tensor over x, the model, the import.
-            Runnable modelCall = () -> py.withGil(() -> {
-                try (PyObject t = api.toPyObject(x); PyObject y = guardedModel.call(t);
-                     ManagedTensor out = PythonDlpack.fromDlpack(y)) {
-                    return out.tensor().withData(s -> s.getAtIndex(ValueLayout.JAVA_FLOAT, 0));
-                }
-            });
-            // torch's thread count is per thread: the hand-off's thread gets one, as the runtime's threads do.
-            spinning.call(() -> py.exec("torch.set_num_threads(1)"));
+        try (PyObject output = handModel.call(bufferView); HandOff parking = new HandOff(false)) {
             Runnable noop = () -> { };
             Runnable busy = () -> HandOff.work(steps);
             Runnable[] tasks = {noop, busy, modelCall};
