@@ -1,15 +1,16 @@
-"""CPU time a Java service spends per request, by thread group, under wrk (a profile, not a benchmark).
+"""CPU time a service spends per request, by thread group, under wrk (a profile, not a benchmark).
 
 Starts one service with ``scripts/serve`` (built already: run ``scripts/serve --build-only`` first),
 warms it up with ``--warmup`` seconds of wrk at 8 connections (the JIT takes about ten seconds to
 settle on this path), then for each connection count runs wrk for ``--duration`` seconds and prints
 the requests/s and the CPU microseconds per request of each group of the service's threads, read
-from ``/proc/PID/task/*/schedstat`` before and after (threads named alike, digits aside, form one
-group: the model's threads, the virtual threads' carriers, the JIT compilers, ...). CPU per request
-is steadier than requests/s on a shared machine: another process's load slows a service down but
-adds little to the CPU each of its requests costs.
+from ``/proc/PID/task/*/schedstat`` before and after, of the service's process and the processes
+it started (FastAPI's uvicorn workers). Threads named alike, digits aside, form one group: the
+model's threads, the virtual threads' carriers, the JIT compilers, ... CPU per request is steadier
+than requests/s on a shared machine: another process's load slows a service down but adds little to
+the CPU each of its requests costs.
 
-    .venv-serve/bin/python examples/serve-torch/loadtest/cpu_per_request.py [--service java]
+    .venv-serve/bin/python examples/serve-torch/loadtest/cpu_per_request.py [--service java|python|...]
         [--model mlp] [--connections 1,8,64] [--warmup 15] [--duration 5]
 """
 
@@ -24,23 +25,47 @@ from pathlib import Path
 import loadtest
 
 
-def cpu_by_group(pid: int) -> Counter[str]:
-    """Return the CPU nanoseconds each thread group of process ``pid`` has used so far."""
-    used: Counter[str] = Counter()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            name = (task / "comm").read_text().strip()
-            nanos = int((task / "schedstat").read_text().split()[0])
-        except OSError:  # the thread ended meanwhile
+def family(pid: int) -> list[int]:
+    """Return process ``pid`` and every process it started, directly or not, that runs now."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
             continue
-        used[re.sub(r"\d+", "N", re.sub(r"[-#]?\d+$", "", name))] += nanos
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):  # the process ended meanwhile
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo.extend(children.get(p, []))
+    return found
+
+
+def cpu_by_group(pid: int) -> Counter[str]:
+    """Return the CPU nanoseconds each thread group of process ``pid`` and its children has used so far."""
+    used: Counter[str] = Counter()
+    for p in family(pid):
+        try:
+            tasks = list(Path(f"/proc/{p}/task").iterdir())
+        except OSError:  # the process ended meanwhile
+            continue
+        for task in tasks:
+            try:
+                name = (task / "comm").read_text().strip()
+                nanos = int((task / "schedstat").read_text().split()[0])
+            except OSError:  # the thread ended meanwhile
+                continue
+            used[re.sub(r"\d+", "N", re.sub(r"[-#]?\d+$", "", name))] += nanos
     return used
 
 
 def main() -> None:
     """Profile one service and print a line per connection count."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--service", default="java", choices=[k for k in loadtest.SERVICES if k != "python"])
+    parser.add_argument("--service", default="java", choices=list(loadtest.SERVICES))
     parser.add_argument("--model", default="mlp", choices=["mlp", "resnet18"])
     parser.add_argument("--connections", default="1,8,64")
     parser.add_argument("--warmup", type=float, default=15)
