@@ -13,10 +13,11 @@ import java.lang.invoke.MethodHandle;
  *
  * <p>Why not {@link Thread#onSpinWait()} alone: a wake-up may put the thread it wakes on the waker's
  * CPU while another CPU idles (seen on a two-vCPU VM, probably because spinning threads make the
- * cores look busy, so the kernel does not look for an idle one). Two threads that hand work to each other then share one CPU, and a side
- * that only spins keeps the other from running until its time slice ends. A side that yields lets
- * the other run at once. {@link Thread#yield()} does this on a platform thread only; on a virtual
- * thread it yields to the other virtual threads, not the carrier's CPU, so this calls the C library.
+ * cores look busy, so the kernel does not look for an idle one). Two threads that hand work to each
+ * other then share one CPU, and a side that only spins keeps the other from running until its time
+ * slice ends. A side that yields lets the other run at once. {@link Thread#yield()} does this on a
+ * platform thread only; on a virtual thread it yields to the other virtual threads, not the
+ * carrier's CPU, so this calls the C library.
  */
 public final class CpuYield {
     /** {@code int sched_yield(void)}; null where the C library has none (the pause only spins then). */

@@ -18,7 +18,8 @@ import io.github.dlpack4j.internal.CpuYield;
  * after a wake-up the looker and the thread it waits for may share one CPU while the other idles,
  * and a look that only spun kept the model's call from running until it gave up. A virtual thread
  * in a loop of mlp calls ({@code ModelBench}, three forks each): +28 to +42 µs a call over a
- * platform thread in the median round when it only spun, +10 to +17 µs yielding.
+ * platform thread in the median round when it only spun, +9.5 to +17.4 µs yielding
+ * (docs/performance.md).
  */
 final class Look {
     static final long NANOS = 50_000;
