@@ -224,7 +224,7 @@ public class ModelBench {
                 // torch's thread count is per thread: the hand-off's thread gets one, as the runtime's threads do.
                 spinning.call(() -> py.exec("torch.set_num_threads(1)"));
                 double[] figures = printPredict(modelCall, spinning);
-                printFloors(figures[0], figures[1], figures[2], api, modelCall, spinning);
+                printFloors(figures, api, modelCall, spinning);
             }
             if (model.equals("mlp")) {
                 printThroughput();
@@ -265,7 +265,8 @@ public class ModelBench {
      * @param modelCall the model's call from Java with nothing around it
      * @param spinning  the bare hand-off
      *
-     * @return predict's best ns per call from a platform thread, from a virtual thread, and Python's call's
+     * @return the best ns per call of predict from a platform thread, from a virtual thread, of Python's
+     *         call, and of the model's call from Java on the platform thread and handed off
      */
     private double[] printPredict(Runnable modelCall, HandOff spinning) throws InterruptedException {
         boolean mlp = model.equals("mlp");
@@ -326,7 +327,7 @@ public class ModelBench {
                         + " rounds %+.1f us (quartiles %+.1f to %+.1f us); predict's virtual thread over the platform"
                         + " thread less that, round by round: %+.1f us (quartiles %+.1f to %+.1f us)%n",
                 model, handOff[1], handOff[0], handOff[2], runtimeOwn[1], runtimeOwn[0], runtimeOwn[2]);
-        return new double[] {best[0], best[1], best[3]};
+        return new double[] {best[0], best[1], best[3], best[5], best[6]};
     }
 
     /** {@return the first quartile, the median and the third quartile of {@code f} over the rounds} */
@@ -341,9 +342,10 @@ public class ModelBench {
      *   <li>for the virtual thread's +5 µs: a virtual thread hands a task to a platform thread of
      *       its own and waits for its end ({@link HandOff}: a volatile slot each way, both sides
      *       looking for 50 µs before they park, or parking at once), with no runtime around it; the
-     *       task a no-op, a fixed amount of CPU work that takes as long as Python's call of the
-     *       model, or the model's call from Java with nothing around it; each over the same task run
-     *       on a platform thread;</li>
+     *       task a no-op or a fixed amount of CPU work that takes as long as Python's call of the
+     *       model, each over the same task run on a platform thread; and the best rounds of the
+     *       model's call from Java with nothing around it, handed off so, from
+     *       {@link #printPredict}'s rounds;</li>
      *   <li>for predict's 1.1x: what any call of a TorchScript model over a Java tensor must do
      *       besides the model, a torch tensor over the Java memory (torch's C Exchange API) and one
      *       output imported, in one GIL scope; and the model called from Java with only that around
@@ -351,13 +353,18 @@ public class ModelBench {
      *       Python's call; and predict over Python's call in CPU time of the calling thread (both
      *       run all their work on it), which the other processes of a loaded machine disturb less.</li>
      * </ul>
+     *
+     * @param predicted what {@link #printPredict} returned
      */
-    private void printFloors(double platform, double virtual, double python, ExchangeApi api, Runnable modelCall,
-                             HandOff spinning) throws Exception {
+    private void printFloors(double[] predicted, ExchangeApi api, Runnable modelCall, HandOff spinning)
+            throws Exception {
+        double platform = predicted[0];
+        double virtual = predicted[1];
+        double python = predicted[2];
         double roundSeconds = model.equals("mlp") ? 0.3 : 1.5;
         long roundMillis = (long) (roundSeconds * 1e3);
         long steps = HandOff.stepsFor((long) python);
-        double[] best = new double[8];
+        double[] best = new double[6];
         Arrays.fill(best, Double.MAX_VALUE);
         double[] floor;
         double predictCpu = Double.MAX_VALUE;
@@ -366,7 +373,8 @@ public class ModelBench {
         try (PyObject output = handModel.call(bufferView); HandOff parking = new HandOff(false)) {
             Runnable noop = () -> { };
             Runnable busy = () -> HandOff.work(steps);
-            Runnable[] tasks = {noop, busy, modelCall};
+            // the model's call handed off is timed in printPredict's rounds already
+            Runnable[] tasks = {noop, busy};
             for (int round = 0; round < 5; round++) {
                 for (int k = 0; k < tasks.length; k++) {
                     Runnable task = tasks[k];
@@ -375,9 +383,7 @@ public class ModelBench {
                         return null;
                     })[0]);
                     best[3 * k + 1] = Math.min(best[3 * k + 1], inVirtualThread(() -> spinning.call(task), roundMillis));
-                    if (k < 2) { // a parked model thread is the runtime's case only after a quiet while
-                        best[3 * k + 2] = Math.min(best[3 * k + 2], inVirtualThread(() -> parking.call(task), roundMillis));
-                    }
+                    best[3 * k + 2] = Math.min(best[3 * k + 2], inVirtualThread(() -> parking.call(task), roundMillis));
                 }
             }
             floor = InFork.nanosPerCall(5, roundMillis, () -> py.withGil(() -> {
@@ -406,7 +412,8 @@ public class ModelBench {
                         + " call from Java (tensor, call, import; %.1f us) %+.1f us; predict from a virtual thread in this"
                         + " fork %+.1f us%n",
                 model, (best[1] - best[0]) / 1e3, (best[2] - best[0]) / 1e3, best[3] / 1e3, (best[4] - best[3]) / 1e3,
-                (best[5] - best[3]) / 1e3, best[6] / 1e3, (best[7] - best[6]) / 1e3, (virtual - platform) / 1e3);
+                (best[5] - best[3]) / 1e3, predicted[3] / 1e3, (predicted[4] - predicted[3]) / 1e3,
+                (virtual - platform) / 1e3);
         System.out.printf("%n[in-fork] modelPredict %s floor of 1.1x: a torch tensor over the Java input and one output"
                         + " imported, no model, %.2f us = %.3f of Python's call; the model called from Java with only"
                         + " those around it %.1f us = %.3fx Python's call (%.1f us); predict in this fork %.3fx;"
