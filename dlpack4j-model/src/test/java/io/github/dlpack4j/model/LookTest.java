@@ -7,13 +7,17 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 class LookTest {
+    /**
+     * The time given to a look that must find what happens by its Nth ask: a look pauses between
+     * asks, offering its CPU, and one pause may last another thread's time slice on a busy machine.
+     */
+    private static final long LONG = 10_000_000_000L;
+
     @Test
     void aLookFindsWhatHappensWhileItLooks() {
         Look look = new Look();
         AtomicInteger asked = new AtomicInteger();
-        // a look pauses between asks, offering its CPU to others: given a long enough time, what
-        // happens by the 20th ask is found however busy the machine
-        assertThat(look.lookFor(() -> asked.incrementAndGet() >= 20, false, 10_000_000_000L)).isTrue();
+        assertThat(look.lookFor(() -> asked.incrementAndGet() >= 20, false, LONG)).isTrue();
         assertThat(asked).hasValue(20);
     }
 
@@ -24,7 +28,7 @@ class LookTest {
         assertThat(look.lookFor(() -> false, false, 3 * Look.NANOS)).isFalse();
         assertThat(System.nanoTime() - start).isGreaterThanOrEqualTo(3 * Look.NANOS);
         long until = System.nanoTime() + 2 * Look.NANOS; // happens past a plain look's time, within this one's
-        assertThat(look.lookFor(() -> System.nanoTime() - until >= 0, false, 10 * Look.NANOS)).isTrue();
+        assertThat(look.lookFor(() -> System.nanoTime() - until >= 0, false, 10_000 * Look.NANOS)).isTrue();
     }
 
     @Test
@@ -75,7 +79,7 @@ class LookTest {
             look.lookFor(() -> false);
         }
         AtomicInteger asked = new AtomicInteger();
-        assertThat(look.lookFor(() -> asked.incrementAndGet() >= 5, true)).isTrue();
+        assertThat(look.lookFor(() -> asked.incrementAndGet() >= 5, true, LONG)).isTrue();
         assertThat(asked).as("it looked at once, not once in thirty-two").hasValue(5);
         AtomicInteger plain = new AtomicInteger();
         assertThat(look.lookFor(() -> plain.incrementAndGet() > 0)).as("its hit reset the misses").isTrue();
@@ -88,7 +92,7 @@ class LookTest {
             look.lookFor(() -> false);
         }
         AtomicInteger asked = new AtomicInteger();
-        assertThat(look.lookFor(() -> asked.incrementAndGet() >= 3)).as("15 misses: still looking").isTrue();
+        assertThat(look.lookFor(() -> asked.incrementAndGet() >= 3, false, LONG)).as("15 misses: still looking").isTrue();
         for (int i = 0; i < 16; i++) {
             look.lookFor(() -> false);
         }
