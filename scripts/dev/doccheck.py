@@ -186,12 +186,7 @@ def imports_for(modules: list[str]) -> list[str]:
     packages = list(JDK_IMPORTS)
     for module in modules:
         packages.extend(MODULE_IMPORTS.get(module, ()))
-    imports = [f"import {p}.*;" for p in packages]
-    if "dlpack4j-model" in modules:
-        # dlpack4j-spark has a PythonModel of its own; the one a sample means is the runtime's (a
-        # sample for Spark's imports it by name).
-        imports.append("import io.github.dlpack4j.model.PythonModel;")
-    return imports
+    return [f"import {p}.*;" for p in packages]
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The example's model, `mlp`: 256 features to 16 scores, and what each Spark executor runs.
 
-The executors run this file as a module of its own (dlpack4j's PythonModel.fromSource) and call
+The executors run this file as a module of its own (dlpack4j's ExecutorModel.fromSource) and call
 `load` once per executor JVM; python/tools.py and the benchmark's Ray Data and single-process
 runs import it, so that every route scores with the same model.
 """

@@ -11,6 +11,7 @@ import java.util.Map;
 
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.model.PythonModel;
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 import io.github.dlpack4j.python.PythonDlpack;
@@ -77,7 +78,7 @@ public final class BatchCost {
         long check = 0;
         // The runtime as an executor builds it (one worker: this is one task thread), and the bare
         // callable of the same source, for the model's own time.
-        try (io.github.dlpack4j.model.PythonModel runtime = io.github.dlpack4j.model.PythonModel.builder()
+        try (PythonModel runtime = PythonModel.builder()
                 .name("mlp").python(py).source(mlpSource, "load", weights, 1)
                 .input("features", DataType.FLOAT32, -1, 256).output("scores", DataType.FLOAT32, -1, 16).build();
              PyObject bare = bareModel(py, mlpSource, weights)) {

@@ -18,10 +18,10 @@ import java.util.stream.Stream;
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 import io.github.dlpack4j.spark.BatchInference;
+import io.github.dlpack4j.spark.ExecutorModel;
 import io.github.dlpack4j.spark.ExecutorPython;
 import io.github.dlpack4j.spark.ExecutorWarmup;
 import io.github.dlpack4j.spark.InferenceMetrics;
-import io.github.dlpack4j.spark.PythonModel;
 
 import org.apache.spark.SparkConf;
 import org.apache.spark.sql.Dataset;
@@ -113,7 +113,7 @@ public final class SparkScore {
             String weights = a.containsKey("--weights") ? Path.of(a.get("--weights")).toAbsolutePath().toString()
                     : seededWeights();
             // One torch thread per task: the tasks are the parallelism (executor cores, or local[N]).
-            PythonModel mlp = PythonModel.fromSource("mlp", resource("mlp.py"), "load", weights, 1);
+            ExecutorModel mlp = ExecutorModel.fromSource("mlp", resource("mlp.py"), "load", weights, 1);
             BatchInference scoring = BatchInference.builder()
                     .input("features", 256)
                     .passThrough("id")

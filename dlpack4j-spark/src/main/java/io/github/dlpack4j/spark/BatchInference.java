@@ -28,7 +28,7 @@ import org.apache.spark.sql.types.StructType;
  * BatchInference scoring = BatchInference.builder()
  *         .input("features", 256)                          // array<float> of 256: float32 [rows, 256]
  *         .passThrough("id")                               // copied to the output, and named in errors
- *         .model(PythonModel.fromSource("mlp", source, "load", weightsPath))
+ *         .model(ExecutorModel.fromSource("mlp", source, "load", weightsPath))
  *         .output("scores", DataTypes.FloatType, 16)       // the model returns float32 [rows, 16]
  *         .batchSize(1024)
  *         .build();
@@ -60,7 +60,7 @@ public final class BatchInference implements Serializable {
     /** The column that names a refused row; null for none. */
     private final String key;
     /** The model. */
-    private final PythonModel model;
+    private final ExecutorModel model;
     /** The most rows per batch. */
     private final int batchSize;
 
@@ -79,7 +79,7 @@ public final class BatchInference implements Serializable {
     }
 
     /** {@return the model} */
-    public PythonModel model() {
+    public ExecutorModel model() {
         return model;
     }
 
@@ -241,7 +241,7 @@ public final class BatchInference implements Serializable {
         private final List<Request> passThrough = new ArrayList<>();
         private final List<TensorColumn> outputs = new ArrayList<>();
         private String key;
-        private PythonModel model;
+        private ExecutorModel model;
         private int batchSize = DEFAULT_BATCH_SIZE;
 
         private Builder() {
@@ -339,7 +339,7 @@ public final class BatchInference implements Serializable {
          * @param model the model
          * @return this builder
          */
-        public Builder model(PythonModel model) {
+        public Builder model(ExecutorModel model) {
             this.model = Objects.requireNonNull(model, "model");
             return this;
         }

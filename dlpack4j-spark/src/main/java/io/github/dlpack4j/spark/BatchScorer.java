@@ -8,6 +8,7 @@ import java.util.Map;
 
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.model.PythonModel;
 
 /**
  * One task's calls of the executor's model, batch by batch, for both routes of a
@@ -16,8 +17,8 @@ import io.github.dlpack4j.Tensor;
  * columns. Not thread-safe: one per task.
  */
 final class BatchScorer implements AutoCloseable {
-    private final PythonModel model;
-    private final io.github.dlpack4j.model.PythonModel runtime;
+    private final ExecutorModel model;
+    private final PythonModel runtime;
     private final List<TensorColumn> outputs;
     /** The inputs' names in the runtime's calls, in the model's order, then the clock's. */
     private final List<String> names;
@@ -30,7 +31,7 @@ final class BatchScorer implements AutoCloseable {
      * @param outputs the model's output columns, in order
      * @param metrics where this JVM's start-up is counted, by its first task; null for none
      */
-    BatchScorer(PythonModel model, List<TensorColumn> inputs, List<TensorColumn> outputs, InferenceMetrics metrics) {
+    BatchScorer(ExecutorModel model, List<TensorColumn> inputs, List<TensorColumn> outputs, InferenceMetrics metrics) {
         this.model = model;
         this.outputs = outputs;
         this.runtime = ExecutorPython.model(model, outputs);

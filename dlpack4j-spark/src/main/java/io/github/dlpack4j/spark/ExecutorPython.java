@@ -10,6 +10,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import io.github.dlpack4j.model.PythonModel;
 import io.github.dlpack4j.python.Python;
 
 import org.apache.spark.SparkConf;
@@ -27,7 +28,7 @@ import org.apache.spark.launcher.JavaModuleOptions;
  * else {@code python3}: see {@link Python#start()}. In {@code local[N]} mode the executor is the
  * driver's JVM, and its interpreter the driver's.
  *
- * <p>Each model runs through dlpack4j-model's runtime ({@link io.github.dlpack4j.model.PythonModel}):
+ * <p>Each model runs through dlpack4j-model's runtime ({@link PythonModel}):
  * the first task that needs it builds the runtime's model in this JVM, and every task thread of the
  * JVM shares it. Its model calls run on the runtime's own threads, as many as the executor has task
  * slots ({@link #taskSlots}), without batching (a task's batch is already {@code batchSize} rows),
@@ -45,7 +46,7 @@ public final class ExecutorPython {
 
     private static final Object START = new Object();
     private static volatile Python python;
-    private static final ConcurrentHashMap<String, CompletableFuture<io.github.dlpack4j.model.PythonModel>> MODELS =
+    private static final ConcurrentHashMap<String, CompletableFuture<PythonModel>> MODELS =
             new ConcurrentHashMap<>();
     /** Nanoseconds this JVM spent starting its Python, and building its models; reported once. */
     private static final long[] startupNanos = new long[2];
@@ -92,7 +93,7 @@ public final class ExecutorPython {
 
     /**
      * The runtime's model of {@code model} with {@code outputs} declared, built once per JVM (per
-     * {@link PythonModel} key and outputs) by the first task that asks; task threads that ask
+     * {@link ExecutorModel} key and outputs) by the first task that asks; task threads that ask
      * meanwhile wait for that build. A build that fails fails those tasks, and the next task tries
      * again. Its callable takes the batch's inputs and then the task's clock ({@link PythonHelpers}).
      *
@@ -102,21 +103,21 @@ public final class ExecutorPython {
      * @return the runtime's model, shared by every task of this JVM; never close it
      * @throws RuntimeException what the build threw (a {@code PythonException} for a Python error)
      */
-    static io.github.dlpack4j.model.PythonModel model(PythonModel model, List<TensorColumn> outputs) {
+    static PythonModel model(ExecutorModel model, List<TensorColumn> outputs) {
         Objects.requireNonNull(model, "model");
         StringBuilder key = new StringBuilder(model.key());
         for (TensorColumn c : outputs) {
             key.append('\0').append(c.name()).append(' ').append(c.dtype()).append(c.isArray() ? " 2" : " 1");
         }
-        CompletableFuture<io.github.dlpack4j.model.PythonModel> loaded = MODELS.get(key.toString());
+        CompletableFuture<PythonModel> loaded = MODELS.get(key.toString());
         if (loaded == null) {
-            CompletableFuture<io.github.dlpack4j.model.PythonModel> mine = new CompletableFuture<>();
+            CompletableFuture<PythonModel> mine = new CompletableFuture<>();
             loaded = MODELS.putIfAbsent(key.toString(), mine);
             if (loaded == null) {
                 try {
                     get();
                     long start = System.nanoTime();
-                    io.github.dlpack4j.model.PythonModel built = build(model, outputs);
+                    PythonModel built = build(model, outputs);
                     synchronized (START) { // before the tasks waiting for it report this JVM's start-up
                         startupNanos[1] += System.nanoTime() - start;
                     }
@@ -155,9 +156,9 @@ public final class ExecutorPython {
         }
     }
 
-    private static io.github.dlpack4j.model.PythonModel build(PythonModel model, List<TensorColumn> outputs) {
+    private static PythonModel build(ExecutorModel model, List<TensorColumn> outputs) {
         Python p = get();
-        io.github.dlpack4j.model.PythonModel.Builder b = io.github.dlpack4j.model.PythonModel.builder()
+        PythonModel.Builder b = PythonModel.builder()
                 .name(model.name()).python(p).workers(taskSlots());
         for (TensorColumn c : outputs) {
             b.output(c.name(), c.dtype(), c.isArray() ? new long[] {-1, -1} : new long[] {-1});

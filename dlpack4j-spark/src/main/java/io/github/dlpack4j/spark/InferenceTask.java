@@ -27,7 +27,7 @@ final class InferenceTask extends TaskPlan implements FlatMapFunction<Iterator<I
     private final StructType outputSchema;
 
     InferenceTask(StructType rowsSchema, List<TensorColumn> packed, List<TensorColumn> inputs,
-                  List<TensorColumn> passThrough, List<TensorColumn> outputs, String key, PythonModel model,
+                  List<TensorColumn> passThrough, List<TensorColumn> outputs, String key, ExecutorModel model,
                   int batchSize, InferenceMetrics metrics) {
         super(packed, inputs, passThrough, outputs, key, model, batchSize, metrics);
         this.rowsSchema = rowsSchema;

@@ -48,7 +48,7 @@ final class ParquetJob {
      */
     static long run(SparkSession spark, String input, String output, List<TensorColumn> packed,
                     List<TensorColumn> inputs, List<TensorColumn> passThrough, List<TensorColumn> outputs, String key,
-                    PythonModel model, int batchSize, InferenceMetrics metrics, StructType outputSchema) {
+                    ExecutorModel model, int batchSize, InferenceMetrics metrics, StructType outputSchema) {
         Path in = localPath(input, "input");
         Path out = localPath(output, "output");
         List<String> files = inputFiles(in);

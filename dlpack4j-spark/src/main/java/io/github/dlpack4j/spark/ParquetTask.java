@@ -72,7 +72,7 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
     private final String writer;
 
     ParquetTask(List<TensorColumn> packed, List<TensorColumn> inputs, List<TensorColumn> passThrough,
-                List<TensorColumn> outputs, String key, PythonModel model, int batchSize, InferenceMetrics metrics,
+                List<TensorColumn> outputs, String key, ExecutorModel model, int batchSize, InferenceMetrics metrics,
                 String temporary, String writer) {
         super(packed, inputs, passThrough, outputs, key, model, batchSize, metrics);
         this.temporary = temporary;

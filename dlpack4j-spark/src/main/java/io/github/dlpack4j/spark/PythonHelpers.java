@@ -13,7 +13,7 @@ import io.github.dlpack4j.python.Python;
  * the arguments before it. The loading itself is dlpack4j-model's: {@code source} runs a model's
  * source through the runtime's own {@code load_source} (of its module {@code dlpack4j_model}, which
  * the runtime makes before it calls a factory), and {@code made} hands over a callable that a
- * {@link PythonModel.Loader} made in Java.
+ * {@link ExecutorModel.Loader} made in Java.
  */
 final class PythonHelpers {
     /** The module's name in {@code sys.modules}, which the runtime's factory imports. */

@@ -26,14 +26,14 @@ abstract class TaskPlan implements Serializable {
     /** The column that names a refused row; null for none. */
     final String key;
     /** The model. */
-    final PythonModel model;
+    final ExecutorModel model;
     /** The most rows per batch. */
     final int batchSize;
     /** Where the tasks count what they did; null for none. */
     final InferenceMetrics metrics;
 
     TaskPlan(List<TensorColumn> packed, List<TensorColumn> inputs, List<TensorColumn> passThrough,
-             List<TensorColumn> outputs, String key, PythonModel model, int batchSize, InferenceMetrics metrics) {
+             List<TensorColumn> outputs, String key, ExecutorModel model, int batchSize, InferenceMetrics metrics) {
         this.packed = packed;
         this.inputs = inputs.stream().mapToInt(packed::indexOf).toArray();
         this.passThrough = passThrough.stream().mapToInt(packed::indexOf).toArray();

@@ -87,7 +87,7 @@ class ClusterInferenceTest {
         Dataset<Row> in = numbers(40).repartition(4);
         InferenceMetrics metrics = InferenceMetrics.register(spark.sparkContext());
         BatchInference inference = BatchInference.builder().input("x").passThrough("id").batchSize(5)
-                .model(PythonModel.fromSource("where-am-i", whereAmI, "load"))
+                .model(ExecutorModel.fromSource("where-am-i", whereAmI, "load"))
                 .output("y", DataTypes.DoubleType).output("pid", DataTypes.LongType).build();
 
         List<Row> out = inference.transform(in, metrics).collectAsList();
@@ -122,7 +122,7 @@ class ClusterInferenceTest {
                 """, Sparks.pyLiteral(input), Sparks.pyLiteral(weights)));
 
         BatchInference.builder().input("features", 256).passThrough("id").batchSize(512)
-                .model(PythonModel.fromSource("mlp", MLP, "load", weights, 1))
+                .model(ExecutorModel.fromSource("mlp", MLP, "load", weights, 1))
                 .output("scores", DataTypes.FloatType, 16).build()
                 .transform(spark.read().parquet(input)).write().parquet(output);
 
@@ -162,7 +162,7 @@ class ClusterInferenceTest {
                     return score
                 """;
         BatchInference inference = BatchInference.builder().input("features", 3).passThrough("id")
-                .model(PythonModel.fromSource("failing", failing, "load")).output("y", DataTypes.FloatType, 3).build();
+                .model(ExecutorModel.fromSource("failing", failing, "load")).output("y", DataTypes.FloatType, 3).build();
 
         assertThatThrownBy(() -> inference.transform(shortArray.coalesce(1)).collectAsList())
                 .isInstanceOf(SparkException.class)
@@ -220,7 +220,7 @@ class ClusterInferenceTest {
         });
         String output = dir.resolve("out").toString();
         BatchInference inference = BatchInference.builder().input("x", 4).passThrough("id").batchSize(50)
-                .model(PythonModel.fromSource("slow", slow, "load")).output("y", DataTypes.FloatType, 4).build();
+                .model(ExecutorModel.fromSource("slow", slow, "load")).output("y", DataTypes.FloatType, 4).build();
         CompletableFuture<Void> job = CompletableFuture.runAsync(
                 () -> inference.transform(spark.read().parquet(input)).write().parquet(output));
 
@@ -298,7 +298,7 @@ class ClusterInferenceTest {
                 """, Sparks.pyLiteral(input), Sparks.pyLiteral(weights)));
         InferenceMetrics metrics = InferenceMetrics.register(spark.sparkContext());
         BatchInference mlp = BatchInference.builder().input("features", 256).passThrough("id").batchSize(512)
-                .model(PythonModel.fromSource("mlp", MLP, "load", weights, 1))
+                .model(ExecutorModel.fromSource("mlp", MLP, "load", weights, 1))
                 .output("scores", DataTypes.FloatType, 16).build();
 
         assertThat(mlp.transformParquet(spark, input, dir.resolve("arrow").toString(), metrics)).isEqualTo(4800);
@@ -369,7 +369,7 @@ class ClusterInferenceTest {
         spark.sparkContext().addSparkListener(listener);
         Path output = dir.resolve("out");
         BatchInference inference = BatchInference.builder().input("x", 4).passThrough("id").batchSize(50)
-                .model(PythonModel.fromSource("slow", slow, "load")).output("y", DataTypes.FloatType, 4).build();
+                .model(ExecutorModel.fromSource("slow", slow, "load")).output("y", DataTypes.FloatType, 4).build();
         CompletableFuture<Long> job = CompletableFuture.supplyAsync(
                 () -> inference.transformParquet(spark, input, output.toString()));
 

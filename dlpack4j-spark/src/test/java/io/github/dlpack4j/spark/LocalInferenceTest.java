@@ -77,7 +77,7 @@ class LocalInferenceTest {
         spark.createDataFrame(rows, schema).repartition(3).write().parquet(input);
 
         BatchInference.Builder b = BatchInference.builder().passThrough("id")
-                .model(PythonModel.fromSource("identity", IDENTITY, "load")).batchSize(7);
+                .model(ExecutorModel.fromSource("identity", IDENTITY, "load")).batchSize(7);
         for (DataType t : TYPES) {
             b.input("s_" + t.typeName()).output("s_" + t.typeName(), t);
             b.input("a_" + t.typeName(), 3).output("a_" + t.typeName(), t, 3);
@@ -94,7 +94,7 @@ class LocalInferenceTest {
                 RowFactory.create(2L, toSpark(List.of(3f, -4f)))), new StructType(new StructField[] {
                     field("id", DataTypes.LongType), field("x", DataTypes.createArrayType(DataTypes.FloatType))}));
         BatchInference doubling = BatchInference.builder().input("x", 2).passThrough("id")
-                .model(PythonModel.fromSource("double", DOUBLE_IT, "load")).output("y", DataTypes.FloatType, 2).build();
+                .model(ExecutorModel.fromSource("double", DOUBLE_IT, "load")).output("y", DataTypes.FloatType, 2).build();
 
         List<Row> out = doubling.transform(in).orderBy("id").collectAsList();
 
@@ -135,7 +135,7 @@ class LocalInferenceTest {
         Dataset<Row> in = spark.createDataFrame(List.of(RowFactory.create(5L, 1.0), RowFactory.create(6L, null)), schema)
                 .coalesce(1);
         BatchInference inference = BatchInference.builder().input("x").passThrough("id")
-                .model(PythonModel.fromSource("double", DOUBLE_IT, "load")).output("y", DataTypes.DoubleType).build();
+                .model(ExecutorModel.fromSource("double", DOUBLE_IT, "load")).output("y", DataTypes.DoubleType).build();
 
         assertThatThrownBy(() -> inference.transform(in).collectAsList())
                 .isInstanceOf(SparkException.class)
@@ -147,7 +147,7 @@ class LocalInferenceTest {
         Dataset<Row> in = spark.createDataFrame(List.of(RowFactory.create(1L, "a")), new StructType(new StructField[] {
                 field("id", DataTypes.LongType), field("name", DataTypes.StringType)}));
         BatchInference inference = BatchInference.builder().input("name").passThrough("id")
-                .model(PythonModel.fromSource("double", DOUBLE_IT, "load")).output("y", DataTypes.DoubleType).build();
+                .model(ExecutorModel.fromSource("double", DOUBLE_IT, "load")).output("y", DataTypes.DoubleType).build();
 
         assertThatThrownBy(() -> inference.transform(in))
                 .isInstanceOf(IllegalArgumentException.class)
@@ -163,7 +163,7 @@ class LocalInferenceTest {
                     return score
                 """;
         BatchInference inference = BatchInference.builder().input("features", 3).passThrough("id")
-                .model(PythonModel.fromSource("failing", failing, "load"))
+                .model(ExecutorModel.fromSource("failing", failing, "load"))
                 .output("scores", DataTypes.FloatType, 3).build();
 
         assertThatThrownBy(() -> inference.transform(features(List.of(1f, 2f, 3f))).collectAsList())
@@ -182,7 +182,7 @@ class LocalInferenceTest {
                     return lambda x: torch.from_dlpack(x)[:, :2]
                 """;
         BatchInference inference = BatchInference.builder().input("features", 3).passThrough("id")
-                .model(PythonModel.fromSource("narrow", narrow, "load"))
+                .model(ExecutorModel.fromSource("narrow", narrow, "load"))
                 .output("scores", DataTypes.FloatType, 3).build();
 
         assertThatThrownBy(() -> inference.transform(features(List.of(1f, 2f, 3f))).collectAsList())
@@ -212,7 +212,7 @@ class LocalInferenceTest {
         Dataset<Row> in = spark.createDataFrame(rows, new StructType(new StructField[] {
                 field("id", DataTypes.LongType), field("x", DataTypes.DoubleType)})).repartition(8);
         BatchInference inference = BatchInference.builder().input("x").passThrough("id").batchSize(4)
-                .model(PythonModel.fromSource("counting", counting, "load")).output("y", DataTypes.DoubleType).build();
+                .model(ExecutorModel.fromSource("counting", counting, "load")).output("y", DataTypes.DoubleType).build();
 
         List<Row> out = inference.transform(in).collectAsList();
 
@@ -234,7 +234,7 @@ class LocalInferenceTest {
                 field("features", DataTypes.createArrayType(DataTypes.FloatType))})).coalesce(1);
         InferenceMetrics metrics = InferenceMetrics.register(spark.sparkContext());
         BatchInference inference = BatchInference.builder().input("features", 3).passThrough("id").batchSize(10)
-                .model(PythonModel.fromSource("double", DOUBLE_IT, "load")).output("y", DataTypes.FloatType, 3).build();
+                .model(ExecutorModel.fromSource("double", DOUBLE_IT, "load")).output("y", DataTypes.FloatType, 3).build();
 
         assertThat(inference.transform(in, metrics).count()).isEqualTo(100);
 
@@ -251,7 +251,7 @@ class LocalInferenceTest {
     /** Scores {@code features} with the doubling model: rows of id and score, sorted by id. */
     private static List<Row> score(Dataset<Row> features) {
         return BatchInference.builder().input("features", 3).passThrough("id")
-                .model(PythonModel.fromSource("double", DOUBLE_IT, "load")).output("scores", DataTypes.FloatType, 3)
+                .model(ExecutorModel.fromSource("double", DOUBLE_IT, "load")).output("scores", DataTypes.FloatType, 3)
                 .build().transform(features).collectAsList();
     }
 

@@ -96,7 +96,7 @@ class ParquetReadsReviewTest {
                     return f
                 """;
         BatchInference inference = BatchInference.builder().input("features", 4).input("id").passThrough("id")
-                .batchSize(768).model(PythonModel.fromSource("kinds", source, "load"))
+                .batchSize(768).model(ExecutorModel.fromSource("kinds", source, "load"))
                 .output("y", DataTypes.FloatType, 4).output("s", DataTypes.DoubleType)
                 .output("k", DataTypes.LongType).output("n", DataTypes.FloatType).build();
         assertThat(ParquetTask.readRows(List.of(TensorColumn.array("features", DataTypes.FloatType, 4),
@@ -136,7 +136,7 @@ class ParquetReadsReviewTest {
                         return f
                     """.formatted(cases[c][0]);
             BatchInference inference = BatchInference.builder().input("features", 4).passThrough("id").batchSize(64)
-                    .model(PythonModel.fromSource("wrong" + c, source, "load")).output("y", DataTypes.FloatType, 4).build();
+                    .model(ExecutorModel.fromSource("wrong" + c, source, "load")).output("y", DataTypes.FloatType, 4).build();
             Path out = dir.resolve("out" + c);
             assertThatThrownBy(() -> inference.transformParquet(spark, input.toString(), out.toString()))
                     .isInstanceOf(SparkException.class).hasMessageContaining("output y is")
@@ -163,7 +163,7 @@ class ParquetReadsReviewTest {
                     return f
                 """;
         BatchInference inference = BatchInference.builder().input("features", 256).passThrough("id").batchSize(1024)
-                .model(PythonModel.fromSource("raises40", source, "load")).output("y", DataTypes.FloatType, 16).build();
+                .model(ExecutorModel.fromSource("raises40", source, "load")).output("y", DataTypes.FloatType, 16).build();
         Path out = dir.resolve("out");
         assertThatThrownBy(() -> inference.transformParquet(spark, input.toString(), out.toString()))
                 .isInstanceOf(SparkException.class).hasMessageContaining("the fortieth call");
@@ -193,7 +193,7 @@ class ParquetReadsReviewTest {
         try {
             String source = "import torch\n\ndef load():\n    return lambda x: torch.from_dlpack(x)[:, :16] * 2\n";
             BatchInference inference = BatchInference.builder().input("features", 256).passThrough("id")
-                    .batchSize(1024).model(PythonModel.fromSource("written", source, "load"))
+                    .batchSize(1024).model(ExecutorModel.fromSource("written", source, "load"))
                     .output("y", DataTypes.FloatType, 16).build();
             Path out = dir.resolve("out");
             assertThatThrownBy(() -> inference.transformParquet(spark, input.toString(), out.toString()))

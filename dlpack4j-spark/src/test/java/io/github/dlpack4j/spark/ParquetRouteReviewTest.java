@@ -62,7 +62,7 @@ class ParquetRouteReviewTest {
 
     private static BatchInference model(String name, String source, int n, int batch) {
         return BatchInference.builder().input("features", n).passThrough("id").batchSize(batch)
-                .model(PythonModel.fromSource(name, source, "load")).output("y", DataTypes.FloatType, n).build();
+                .model(ExecutorModel.fromSource(name, source, "load")).output("y", DataTypes.FloatType, n).build();
     }
 
     /** The only parquet file under {@code dir}. */
@@ -219,7 +219,7 @@ class ParquetRouteReviewTest {
              "pa.array([[1, 2], [1, 2], [1, 2], [1, 2], None], pa.list_(pa.float32()))"},
         };
         BatchInference two = BatchInference.builder().input("a", 2).input("b", 2).passThrough("id").batchSize(2)
-                .model(PythonModel.fromSource("two", "import torch\n\ndef load():\n    return lambda a, b: torch.from_dlpack(a) + torch.from_dlpack(b)\n", "load"))
+                .model(ExecutorModel.fromSource("two", "import torch\n\ndef load():\n    return lambda a, b: torch.from_dlpack(a) + torch.from_dlpack(b)\n", "load"))
                 .output("y", DataTypes.FloatType, 2).build();
         for (int i = 0; i < cases.length; i++) {
             Path input = dir.resolve("in" + i);
@@ -270,7 +270,7 @@ class ParquetRouteReviewTest {
             String source = "import torch\n\ndef load():\n    def f(x):\n        x = torch.from_dlpack(x) * 1\n        "
                     + m[1] + "\n    return f\n";
             BatchInference inference = BatchInference.builder().input("features", 2).passThrough("id").batchSize(8)
-                    .model(PythonModel.fromSource(m[0], source, "load")).output("y", DataTypes.FloatType, 2).build();
+                    .model(ExecutorModel.fromSource(m[0], source, "load")).output("y", DataTypes.FloatType, 2).build();
             assertThatThrownBy(() -> inference.transform(spark.read().parquet(input.toString()))
                     .write().parquet(dir.resolve("rows-" + m[0]).toString()))
                     .as("the row route, " + m[0]).hasStackTraceContaining(m[2]);
@@ -291,7 +291,7 @@ class ParquetRouteReviewTest {
                 pq.write_table(t, %1$s + "/a.parquet")
                 """, Sparks.pyLiteral(input)));
         BatchInference byName = BatchInference.builder().input("features", 2).key("name").batchSize(10)
-                .model(PythonModel.fromSource("identity", "import torch\n\ndef load():\n    return lambda x: torch.from_dlpack(x)\n", "load"))
+                .model(ExecutorModel.fromSource("identity", "import torch\n\ndef load():\n    return lambda x: torch.from_dlpack(x)\n", "load"))
                 .output("y", DataTypes.FloatType, 2).build();
         assertThatThrownBy(() -> byName.transform(spark.read().parquet(input.toString())).collectAsList())
                 .hasMessageContaining("column features of the row with name=c (row 2 of partition 0)");

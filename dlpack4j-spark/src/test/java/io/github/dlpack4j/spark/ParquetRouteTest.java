@@ -58,7 +58,7 @@ class ParquetRouteTest {
 
     private static BatchInference mlp(Path weights, int batch) {
         return BatchInference.builder().input("features", 256).passThrough("id").batchSize(batch)
-                .model(PythonModel.fromSource("mlp", ClusterInferenceTest.MLP, "load", weights.toString(), 1))
+                .model(ExecutorModel.fromSource("mlp", ClusterInferenceTest.MLP, "load", weights.toString(), 1))
                 .output("scores", DataTypes.FloatType, 16).build();
     }
 
@@ -162,7 +162,7 @@ class ParquetRouteTest {
         List<DataType> types = List.of(DataTypes.ByteType, DataTypes.ShortType, DataTypes.IntegerType,
                 DataTypes.LongType, DataTypes.FloatType, DataTypes.DoubleType);
         BatchInference.Builder b = BatchInference.builder().passThrough("id")
-                .model(PythonModel.fromSource("identity", IDENTITY, "load")).batchSize(7);
+                .model(ExecutorModel.fromSource("identity", IDENTITY, "load")).batchSize(7);
         for (int i = 0; i < names.size(); i++) {
             b.input("s_" + names.get(i)).output("s_" + names.get(i), types.get(i));
             b.input("a_" + names.get(i), 3).output("a_" + names.get(i), types.get(i), 3);
@@ -210,7 +210,7 @@ class ParquetRouteTest {
                 want = t.column("features").combine_chunks().values.to_numpy().reshape(-1, 8)
                 """, Sparks.pyLiteral(input)));
         BatchInference identity = BatchInference.builder().input("features", 8).passThrough("id").batchSize(64)
-                .model(PythonModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 8).build();
+                .model(ExecutorModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 8).build();
 
         assertThat(identity.transformParquet(spark, input.toString(), dir.resolve("out").toString())).isEqualTo(1000);
 
@@ -239,7 +239,7 @@ class ParquetRouteTest {
             "column features of the row with id=11 (row 1 of file bad.parquet) holds a null at index 1",
         };
         BatchInference identity = BatchInference.builder().input("features", 3).passThrough("id")
-                .model(PythonModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 3).build();
+                .model(ExecutorModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 3).build();
         for (int i = 0; i < cases.length; i++) {
             Path input = dir.resolve("in" + i);
             Path output = dir.resolve("out" + i);
@@ -263,7 +263,7 @@ class ParquetRouteTest {
                                %1$s + "/n.parquet")
                 """, Sparks.pyLiteral(input)));
         BatchInference byKey = BatchInference.builder().input("x").passThrough("id").key("x")
-                .model(PythonModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.DoubleType).build();
+                .model(ExecutorModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.DoubleType).build();
         assertThatThrownBy(() -> byKey.transformParquet(spark, input.toString(), dir.resolve("null-out").toString()))
                 .isInstanceOf(SparkException.class)
                 .hasMessageContaining("column id of the row with x=2.0 (row 1 of file n.parquet) is null");
@@ -280,7 +280,7 @@ class ParquetRouteTest {
                                %1$s + "/bad.parquet")
                 """, Sparks.pyLiteral(input)));
         BatchInference identity = BatchInference.builder().input("features", 3).key("k")
-                .model(PythonModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 3).build();
+                .model(ExecutorModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 3).build();
 
         assertThatThrownBy(() -> identity.transformParquet(spark, input.toString(), dir.resolve("out").toString()))
                 .isInstanceOf(SparkException.class)
@@ -298,7 +298,7 @@ class ParquetRouteTest {
                 pq.write_table(pa.table({"id": pa.array([11], pa.int64())}), %1$s + "/c.parquet")
                 """, Sparks.pyLiteral(input)));
         BatchInference identity = BatchInference.builder().input("features", 3).passThrough("id")
-                .model(PythonModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 3).build();
+                .model(ExecutorModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 3).build();
 
         assertThatThrownBy(() -> identity.transformParquet(spark, input.toString(), dir.resolve("out").toString()))
                 .isInstanceOf(SparkException.class)
@@ -318,7 +318,7 @@ class ParquetRouteTest {
                 pq.write_table(features_table(0, 5, 3, 1), %1$s + "-mixed/b.parquet")
                 """, Sparks.pyLiteral(input)));
         BatchInference identity = BatchInference.builder().input("features", 3).passThrough("id")
-                .model(PythonModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 3).build();
+                .model(ExecutorModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 3).build();
 
         assertThat(identity.transformParquet(spark, input.toString(), dir.resolve("out").toString())).isZero();
         assertThat(identity.transformParquet(spark, input + "-mixed", dir.resolve("out-mixed").toString())).isEqualTo(5);
@@ -346,7 +346,7 @@ class ParquetRouteTest {
                 pq.write_table(features_table(0, 10, 3, 1), %1$s + "/a.parquet")
                 """, Sparks.pyLiteral(input)));
         BatchInference wrong = BatchInference.builder().input("features", 3).passThrough("id")
-                .model(PythonModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 4).build();
+                .model(ExecutorModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.FloatType, 4).build();
 
         assertThatThrownBy(() -> wrong.transformParquet(spark, input.toString(), dir.resolve("out").toString()))
                 .isInstanceOf(SparkException.class)
@@ -364,9 +364,9 @@ class ParquetRouteTest {
         Files.createDirectories(dir.resolve("out"));
         Files.writeString(dir.resolve("out/x"), "x");
         BatchInference identity = BatchInference.builder().input("id").passThrough("id")
-                .model(PythonModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.LongType).build();
+                .model(ExecutorModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.LongType).build();
         BatchInference bools = BatchInference.builder().input("b").passThrough("id")
-                .model(PythonModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.BooleanType).build();
+                .model(ExecutorModel.fromSource("identity", IDENTITY, "load")).output("y", DataTypes.BooleanType).build();
 
         assertThatThrownBy(() -> identity.transformParquet(spark, input.toString(), dir.resolve("out").toString()))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("exists and is not empty");

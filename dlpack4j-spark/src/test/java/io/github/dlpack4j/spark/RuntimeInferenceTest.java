@@ -33,7 +33,7 @@ class RuntimeInferenceTest {
     @Test
     void a_loaders_model_runs_through_the_runtime_which_counts_each_batch_and_reads_a_dict_by_output_name() {
         // A Java loader: a callable made in Java, not by source; its dict has the outputs in another order.
-        PythonModel model = PythonModel.of("dict-by-name", python -> python.eval(
+        ExecutorModel model = ExecutorModel.of("dict-by-name", python -> python.eval(
                 "lambda x: (lambda t: {'plus_one': t + 1, 'twice': t * 2})(__import__('torch').from_dlpack(x))"));
         List<Row> rows = new ArrayList<>();
         for (long id = 0; id < 30; id++) {

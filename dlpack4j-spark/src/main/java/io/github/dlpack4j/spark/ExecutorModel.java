@@ -10,23 +10,31 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Objects;
 
+import io.github.dlpack4j.model.PythonModel;
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 
 /**
- * A model that executors load into their embedded Python, once per executor JVM, and run through
- * dlpack4j-model's runtime ({@link io.github.dlpack4j.model.PythonModel}, by its calling convention):
- * a Python callable that takes a batch's input tensors, in the order {@link BatchInference} declares
- * them, as DLPack objects ({@code torch.from_dlpack(x)} views one without a copy), and returns the
- * output tensors: one DLPack producer (a torch tensor, a NumPy array), a tuple or list of them in the
- * declared order, or a dict of them by output name.
+ * The description of a model that travels to the executors inside the job: each executor loads it
+ * into its embedded Python, once per executor JVM, as a model of dlpack4j-model's runtime
+ * ({@link PythonModel}, whose calling convention it follows): a Python callable that takes a
+ * batch's input tensors, in the order {@link BatchInference} declares them, as DLPack objects
+ * ({@code torch.from_dlpack(x)} views one without a copy), and returns the output tensors: one
+ * DLPack producer (a torch tensor, a NumPy array), a tuple or list of them in the declared order,
+ * or a dict of them by output name.
  *
- * <p>This is the description of the model that travels to the executors inside the job, so what
- * makes it must be serializable: Python source code ({@link #fromSource}), or a {@link Loader}, a
- * serializable Java function. Each executor then builds the runtime's model from it
- * ({@link ExecutorPython}).
+ * <p>An {@code ExecutorModel} holds no Python object and loads nothing on the driver; what makes
+ * the model must be serializable: Python source code ({@link #fromSource}), or a {@link Loader}, a
+ * serializable Java function. Each executor then builds the runtime's {@link PythonModel} from it
+ * ({@link ExecutorPython}) and runs every batch through that.
+ *
+ * {@snippet :
+ * ExecutorModel mlp = ExecutorModel.fromSource("mlp", source, "load", "/data/mlp.pt");
+ * BatchInference scoring = BatchInference.builder().input("features", 256).passThrough("id")
+ *         .model(mlp).output("scores", DataTypes.FloatType, 16).build();
+ * }
  */
-public final class PythonModel implements Serializable {
+public final class ExecutorModel implements Serializable {
     private static final long serialVersionUID = 1L;
 
     /** Makes the model's Python callable, in an executor; serializable, as it travels with the job. */
@@ -50,7 +58,7 @@ public final class PythonModel implements Serializable {
     /** The source of {@link #fromSource}, or null for a loader. */
     private final Source source;
 
-    private PythonModel(String name, String key, Loader loader, Source source) {
+    private ExecutorModel(String name, String key, Loader loader, Source source) {
         this.name = name;
         this.key = key;
         this.loader = loader;
@@ -65,10 +73,10 @@ public final class PythonModel implements Serializable {
      * @param loader makes the callable
      * @return the model
      */
-    public static PythonModel of(String name, Loader loader) {
+    public static ExecutorModel of(String name, Loader loader) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(loader, "loader");
-        return new PythonModel(name, name, loader, null);
+        return new ExecutorModel(name, name, loader, null);
     }
 
     /**
@@ -83,7 +91,7 @@ public final class PythonModel implements Serializable {
      * @return the model
      * @throws IllegalArgumentException if an argument is not serializable
      */
-    public static PythonModel fromSource(String name, String source, String factory, Object... args) {
+    public static ExecutorModel fromSource(String name, String source, String factory, Object... args) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(source, "source");
         Objects.requireNonNull(factory, "factory");
@@ -95,7 +103,7 @@ public final class PythonModel implements Serializable {
             }
         }
         String key = name + "@" + digest(source + '\0' + factory + '\0' + arguments);
-        return new PythonModel(name, key, null, new Source(source, factory, arguments));
+        return new ExecutorModel(name, key, null, new Source(source, factory, arguments));
     }
 
     private static String digest(String text) {
@@ -125,7 +133,7 @@ public final class PythonModel implements Serializable {
      * @param python  the executor's interpreter, the builder's
      * @return the runtime's model, loaded
      */
-    io.github.dlpack4j.model.PythonModel build(io.github.dlpack4j.model.PythonModel.Builder builder, Python python) {
+    PythonModel build(PythonModel.Builder builder, Python python) {
         PythonHelpers helpers = PythonHelpers.of(python);
         if (source != null) {
             return builder.factory(PythonHelpers.MODULE, "source", name, source.code(), source.factory(), source.args())
@@ -146,7 +154,7 @@ public final class PythonModel implements Serializable {
 
     @Override
     public String toString() {
-        return "PythonModel[" + key + "]";
+        return "ExecutorModel[" + key + "]";
     }
 
     /**
