@@ -63,9 +63,13 @@ import io.github.dlpack4j.python.PythonException;
  * virtual: the model runs on {@link Builder#workers} platform threads of its own (named
  * {@code dlpack4j-model-NAME-N}), each holding the GIL only while Python runs, and a caller only
  * waits (a virtual thread parks without pinning its carrier, and never runs Python itself). A
- * model without batching and without a deadline lets a platform caller run its call on its own
- * thread when nothing waits in the queue and fewer than {@code workers} calls run: that saves the
- * hand-off to a model thread and back. At most {@code workers} model calls run at once either way.
+ * model without batching lets a platform caller run its call on its own thread when nothing waits
+ * in the queue and fewer than {@code workers} calls run: no hand-off to a model thread and back, no
+ * look and no park, so such a call costs the same every time. At most {@code workers} model calls
+ * run at once either way. A call on the caller's own thread cannot be given up at its deadline
+ * (nothing else could account for the model call it runs): it runs to its end, and if the deadline
+ * passed meanwhile its outputs are let go and it fails with the same {@link ModelTimeoutException}
+ * a queued call gets, as late as the model call took.
  *
  * <p><b>Failures.</b> A call whose inputs break the declared signature is an
  * {@link IllegalArgumentException} before Python runs; an output that breaks it fails that call with
@@ -97,8 +101,14 @@ public final class PythonModel implements AutoCloseable {
     /** One permit per model call that may run at once ({@link Builder#workers}): a worker or a caller's own call takes one. */
     private final Semaphore slots;
     private final int workerCount;
-    /** Whether a platform caller may run its call on its own thread: no batching and no deadline. */
+    /** Whether a platform caller may run its call on its own thread: no batching. */
     private final boolean callsHere;
+    /**
+     * Per platform thread, how many of this model's calls run on it now ({@link #callHere}): a call
+     * made from inside one (the model called back into Java, which calls the model again) runs
+     * there too, on the outer call's slot, as a worker's thread could not wait for itself.
+     */
+    private final ThreadLocal<int[]> callingHere = ThreadLocal.withInitial(() -> new int[1]);
     /** The workers still running and the callers' own calls in flight; the last one out closes {@link #call}. */
     private final AtomicInteger users;
 
@@ -113,7 +123,7 @@ public final class PythonModel implements AutoCloseable {
                 b.timeout == null ? 0 : b.timeout.toNanos());
         this.slots = new Semaphore(b.workers);
         this.workerCount = b.workers;
-        this.callsHere = b.maxBatchRows == 0 && b.timeout == null;
+        this.callsHere = b.maxBatchRows == 0;
         this.users = new AtomicInteger(b.workers);
         for (int i = 0; i < b.workers; i++) {
             Worker w = new Worker(scheduler, call, signature, recorder, b.maxBatchRows, slots, this::leave);
@@ -184,7 +194,8 @@ public final class PythonModel implements AutoCloseable {
      * @throws ModelOverloadedException  if the queue is full
      * @throws ModelTimeoutException     if the deadline passed, waiting or running: the caller waits no
      *                                   longer, while a model call already running finishes (its outputs
-     *                                   are then let go)
+     *                                   are then let go); a call running on the caller's own thread
+     *                                   fails so once it is over (see the class comment)
      * @throws PythonException           if the model raised
      */
     public Map<String, Tensor> predict(Map<String, ? extends Tensor> inputs) {
@@ -193,12 +204,17 @@ public final class PythonModel implements AutoCloseable {
                     + Thread.currentThread().getName() + " (in a callback of a future of submit) would wait for "
                     + "that thread itself; call submit there, or move the callback off it with the ...Async forms");
         }
-        if (callsHere && !Thread.currentThread().isVirtual() && scheduler.nothingQueued()
-                && !slots.hasQueuedThreads() && slots.tryAcquire()) { // a worker waiting for a slot goes first
-            try {
-                return callHere(inputs);
-            } finally {
-                slots.release();
+        if (callsHere && !Thread.currentThread().isVirtual()) {
+            int[] depth = callingHere.get();
+            if (depth[0] > 0) { // called back from its own call on this thread: that call's slot is this one's
+                return callHere(inputs, depth);
+            }
+            if (scheduler.nothingQueued() && !slots.hasQueuedThreads() && slots.tryAcquire()) {
+                try { // a worker waiting for a slot went first
+                    return callHere(inputs, depth);
+                } finally {
+                    slots.release();
+                }
             }
         }
         Request r = admit(inputs);
@@ -218,9 +234,11 @@ public final class PythonModel implements AutoCloseable {
     /**
      * The call run on the caller's own platform thread, holding one of the {@link #slots}: no
      * hand-off to a worker and back, when nothing waits in the queue and a slot is free. It is
-     * counted as a queued call is, with no queue wait.
+     * counted as a queued call is, with no queue wait. A deadline that passed while it ran fails it
+     * once the model call is over, as {@link Request#timeOut} fails a queued call whose model call
+     * ran past it (its outputs let go, counted as timed out while running).
      */
-    private Map<String, Tensor> callHere(Map<String, ? extends Tensor> inputs) {
+    private Map<String, Tensor> callHere(Map<String, ? extends Tensor> inputs, int[] depth) {
         Objects.requireNonNull(inputs, "inputs");
         List<Tensor> held = hold(signature.order(inputs));
         try {
@@ -228,14 +246,26 @@ public final class PythonModel implements AutoCloseable {
                 throw new IllegalStateException("model " + name + " is closed");
             }
             try {
+                long admitted = System.nanoTime();
                 recorder.admitted();
                 recorder.waited(0);
                 Map<String, Tensor> answer;
+                depth[0]++;
                 try {
                     answer = Worker.callOnce(call, signature, recorder, held, 1, -1, 0);
                 } catch (RuntimeException | Error e) {
                     recorder.failed();
                     throw e;
+                } finally {
+                    depth[0]--;
+                }
+                long ran = System.nanoTime() - admitted;
+                if (timeout != null && ran > timeout.toNanos()) {
+                    answer.values().forEach(Tensor::close);
+                    recorder.timedOut(true, ran);
+                    throw new ModelTimeoutException("model " + name + ": the deadline of "
+                            + String.format("%.1f", timeout.toNanos() / 1e6) + " ms passed while its model call ran"
+                            + " on the caller's thread (" + String.format("%.1f", ran / 1e6) + " ms)");
                 }
                 recorder.answered();
                 return answer;
@@ -716,7 +746,9 @@ public final class PythonModel implements AutoCloseable {
 
         /**
          * A deadline per call, from admission, waiting and running together (default none): past
-         * it the call fails with {@link ModelTimeoutException}, and its caller waits no longer.
+         * it the call fails with {@link ModelTimeoutException}, and its caller waits no longer. A
+         * platform caller running the call on its own thread (no batching, a slot free) cannot stop
+         * it at the deadline: it fails so once the model call is over.
          *
          * @param perCall the deadline, more than zero
          * @return this builder

@@ -111,7 +111,8 @@ class WaitingTest {
 
     @Test
     void predictInsideAGilScopeLetsTheGilGoWhileItWaits() {
-        try (PythonModel model = model("gil", false).timeout(Duration.ofSeconds(5)).build()) {
+        // batching: the call goes to the model's thread (a platform caller of a model without it runs its own call)
+        try (PythonModel model = model("gil", false).batching(2, Duration.ZERO).timeout(Duration.ofSeconds(5)).build()) {
             float[] answer = Models.PY.withGil(() -> {
                 try (Tensor y = model.predict(Map.of("x", x)).get("output")) {
                     return y.toFloatArray();
