@@ -25,29 +25,10 @@ from pathlib import Path
 import loadtest
 
 
-def family(pid: int) -> list[int]:
-    """Return process ``pid`` and every process it started, directly or not, that runs now."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):  # the process ended meanwhile
-            continue
-        children.setdefault(parent, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        found.append(p)
-        todo.extend(children.get(p, []))
-    return found
-
-
 def cpu_by_group(pid: int) -> Counter[str]:
     """Return the CPU nanoseconds each thread group of process ``pid`` and its children has used so far."""
     used: Counter[str] = Counter()
-    for p in family(pid):
+    for p in loadtest.family(pid):
         try:
             tasks = list(Path(f"/proc/{p}/task").iterdir())
         except OSError:  # the process ended meanwhile

@@ -158,6 +158,37 @@ def stats(s: Service) -> dict[str, object]:
         return json.loads(r.read())
 
 
+def family(pid: int) -> list[int]:
+    """Return process ``pid`` and every process it started, directly or not, that runs now."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):  # the process ended meanwhile
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo.extend(children.get(p, []))
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """Return the CPU time (user and system) used so far by process ``pid`` and the processes it started."""
+    ticks = 0
+    for p in family(pid):
+        try:
+            fields = (Path(f"/proc/{p}/stat")).read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime and stime, fields 14 and 15 of proc(5)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def rss_bytes(pid: int) -> int:
     """Return the resident set of process ``pid``."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -175,6 +206,20 @@ def wrk(s: Service, model: str, request_file: Path, connections: int, seconds: f
         args.append(str(rate / threads))
     out = subprocess.run(args, capture_output=True, text=True, timeout=seconds + 60, check=True).stdout
     return read_wrk(out)
+
+
+def measured(s: Service, model: str, request_file: Path, connections: int, seconds: float) -> tuple[Run, str]:
+    """Run wrk as :func:`wrk` does; return its figures and the service's CPU per request (and mean batch)."""
+    before = stats(s) if s.key != "python" else None
+    cpu = cpu_seconds(s.process.pid)
+    run = wrk(s, model, request_file, connections, seconds)
+    cost = f"{(cpu_seconds(s.process.pid) - cpu) * 1e6 / max(1, run.requests):,.0f} us"
+    if before is not None:
+        after = stats(s)
+        batches = int(after["batches"]) - int(before["batches"])  # type: ignore[call-overload]
+        answered = int(after["answered"]) - int(before["answered"])  # type: ignore[call-overload]
+        cost += f", {answered / max(1, batches):.1f} rows a call"
+    return run, cost
 
 
 def _ms(text: str) -> float:
@@ -228,6 +273,7 @@ def loadtest(args: argparse.Namespace) -> int:
     connections = [int(c) for c in args.connections.split(",")]
     models = ["mlp", "resnet18"] if args.model == "all" else [args.model]
     rows: list[list[str]] = []
+    costs: dict[tuple[str, int, str], str] = {}
     settings: dict[str, str] = {}
     statuses: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -251,7 +297,7 @@ def loadtest(args: argparse.Namespace) -> int:
                     for s in services:
                         print(f"loadtest: {model}, {c} connections, {s.key}", file=sys.stderr, flush=True)
                         wrk(s, model, path, c, args.warmup)
-                        runs[s.key] = wrk(s, model, path, c, args.duration)
+                        runs[s.key], costs[(model, c, s.key)] = measured(s, model, path, c, args.duration)
                     row = [model, str(c)]
                     for key in keys:
                         row += fmt(runs.get(key))
@@ -271,6 +317,13 @@ def loadtest(args: argparse.Namespace) -> int:
     print("|" + " --- |" * len(head))
     for row in rows:
         print("| " + " | ".join(row) + " |")
+    print()
+    print("CPU per request (the service's processes, user and system, over the measured seconds)"
+          " and, for the Java services, the mean rows of a model call:")
+    print("| model | conns | " + " | ".join(SERVICES[k][0] for k in keys) + " |")
+    print("|" + " --- |" * (len(keys) + 2))
+    for model, c in dict.fromkeys((m, n) for m, n, _ in costs):
+        print(f"| {model} | {c} | " + " | ".join(costs.get((model, c, k), "-") for k in keys) + " |")
     print()
     print(f"wrk {wrk_version()}: -t1 (1 connection) or -t2, --latency, --timeout 30s, binary requests of one row "
           f"with binary output (infer.lua), {args.warmup:g} s warm-up then {args.duration:g} s measured per cell, "
