@@ -47,21 +47,8 @@ class CallsOnTheCallersThreadTest {
                 .workers(workers).build();
     }
 
-    /** Each call its own values: a read of freed or reused memory shows as a wrong answer. */
     private static float[] values(int caller, int call) {
-        float[] v = new float[64];
-        for (int i = 0; i < v.length; i++) {
-            v[i] = caller * 100_000f + call * 64 + i;
-        }
-        return v;
-    }
-
-    private static float[] doubled(float[] v) {
-        float[] d = v.clone();
-        for (int i = 0; i < d.length; i++) {
-            d[i] *= 2;
-        }
-        return d;
+        return Models.callValues(caller, call, 64);
     }
 
     @Test
@@ -76,7 +63,7 @@ class CallsOnTheCallersThreadTest {
                     for (int i = 0; !stop.get() && i < 1_000_000; i++) {
                         float[] v = values(caller, i % 1000);
                         try (Tensor x = Tensor.of(v, 64); Tensor y = model.predict(x)) {
-                            if (!java.util.Arrays.equals(y.toFloatArray(), doubled(v))) {
+                            if (!java.util.Arrays.equals(y.toFloatArray(), Models.doubled(v))) {
                                 wrong.incrementAndGet();
                             }
                         }
@@ -91,7 +78,7 @@ class CallsOnTheCallersThreadTest {
                     long start = System.nanoTime();
                     try (Tensor x = Tensor.of(v, 64); Tensor y = model.predict(x)) {
                         slowest.accumulateAndGet(System.nanoTime() - start, Math::max);
-                        if (!java.util.Arrays.equals(y.toFloatArray(), doubled(v))) {
+                        if (!java.util.Arrays.equals(y.toFloatArray(), Models.doubled(v))) {
                             wrong.incrementAndGet();
                         }
                     }
@@ -133,10 +120,10 @@ class CallsOnTheCallersThreadTest {
                             Tensor y = model.predict(x);
                             answered.incrementAndGet();
                             if (i % 10 == 0) {
-                                kept.add(new Object[] {y, identity ? v : doubled(v)});
+                                kept.add(new Object[] {y, identity ? v : Models.doubled(v)});
                             } else {
                                 try (y) {
-                                    if (!java.util.Arrays.equals(y.toFloatArray(), identity ? v : doubled(v))) {
+                                    if (!java.util.Arrays.equals(y.toFloatArray(), identity ? v : Models.doubled(v))) {
                                         wrong.incrementAndGet();
                                     }
                                 }
@@ -209,7 +196,7 @@ class CallsOnTheCallersThreadTest {
                 flag[0] = Thread.currentThread().isInterrupted();
             });
             t.join();
-            assertThat(got[0]).containsExactly(doubled(values(3, 3)));
+            assertThat(got[0]).containsExactly(Models.doubled(values(3, 3)));
             assertThat(flag[0]).isTrue();
         }
     }
@@ -225,7 +212,7 @@ class CallsOnTheCallersThreadTest {
                     for (int i = 0; i < 40; i++) {
                         float[] v = values(caller, i);
                         try (Tensor x = Tensor.of(v, 64); Tensor y = model.predict(x)) {
-                            if (!java.util.Arrays.equals(y.toFloatArray(), doubled(v))) {
+                            if (!java.util.Arrays.equals(y.toFloatArray(), Models.doubled(v))) {
                                 wrong.incrementAndGet();
                             }
                         }

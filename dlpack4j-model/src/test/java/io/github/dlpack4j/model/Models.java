@@ -151,6 +151,24 @@ final class Models {
         return List.of(boxed);
     }
 
+    /** Each call its own {@code length} values: a read of freed or reused memory shows as a wrong answer. */
+    static float[] callValues(int caller, int call, int length) {
+        float[] v = new float[length];
+        for (int i = 0; i < v.length; i++) {
+            v[i] = caller * 100_000f + call * length + i;
+        }
+        return v;
+    }
+
+    /** {@return each of {@code v} times two} */
+    static float[] doubled(float[] v) {
+        float[] d = v.clone();
+        for (int i = 0; i < d.length; i++) {
+            d[i] *= 2;
+        }
+        return d;
+    }
+
     static String pyString(String s) {
         return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'";
     }

@@ -97,19 +97,7 @@ class OwnThreadCallTest {
     }
 
     private static float[] values(int caller, int call) {
-        float[] v = new float[8];
-        for (int i = 0; i < v.length; i++) {
-            v[i] = caller * 10_000f + call * 8 + i;
-        }
-        return v;
-    }
-
-    private static float[] doubled(float[] v) {
-        float[] d = v.clone();
-        for (int i = 0; i < d.length; i++) {
-            d[i] *= 2;
-        }
-        return d;
+        return Models.callValues(caller, call, 8);
     }
 
     @Test
@@ -144,7 +132,7 @@ class OwnThreadCallTest {
                     for (int i = 0; i < 40; i++) {
                         float[] v = values(caller, i);
                         try (Tensor x = Tensor.of(v, 8); Tensor y = model.predict(x)) {
-                            if (!Arrays.equals(y.toFloatArray(), doubled(v))) {
+                            if (!Arrays.equals(y.toFloatArray(), Models.doubled(v))) {
                                 wrong.incrementAndGet();
                             }
                         }
@@ -172,7 +160,7 @@ class OwnThreadCallTest {
                 int caller = c;
                 answeredCallers.add(Thread.ofPlatform().start(() -> {
                     try (Tensor x = Tensor.of(values(caller, 0), 8); Tensor y = model.predict(x)) {
-                        assertThat(y.toFloatArray()).containsExactly(doubled(values(caller, 0)));
+                        assertThat(y.toFloatArray()).containsExactly(Models.doubled(values(caller, 0)));
                     }
                 }));
                 // the first runs on its own thread; the second is taken by the model thread, which
@@ -251,7 +239,7 @@ class OwnThreadCallTest {
             callers.add(Thread.ofPlatform().start(() -> {
                 for (int i = 0; i < 100_000; i++) {
                     try (Tensor x = Tensor.of(values(caller, i % 100), 8); Tensor y = model.predict(x)) {
-                        assertThat(y.toFloatArray()).containsExactly(doubled(values(caller, i % 100)));
+                        assertThat(y.toFloatArray()).containsExactly(Models.doubled(values(caller, i % 100)));
                         answered.incrementAndGet();
                     } catch (IllegalStateException closed) {
                         refused.incrementAndGet();
@@ -334,7 +322,7 @@ class OwnThreadCallTest {
                     for (int i = 0; i < 200; i++) {
                         float[] v = values(caller, i);
                         try (Tensor x = Tensor.of(v, 8); Tensor y = model.predict(x)) {
-                            if (!Arrays.equals(y.toFloatArray(), doubled(v))) {
+                            if (!Arrays.equals(y.toFloatArray(), Models.doubled(v))) {
                                 wrong.incrementAndGet();
                             }
                         }
