@@ -1,12 +1,21 @@
 package io.github.dlpack4j.spark;
 
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.ObjectInputStream;
+import java.io.ObjectOutputStream;
+import java.io.ObjectStreamClass;
 import java.io.Serializable;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 
+import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -86,6 +95,35 @@ public final class BatchInference implements Serializable {
     /** {@return the most rows per batch} */
     public int batchSize() {
         return batchSize;
+    }
+
+    /**
+     * Has each executor build this inference's model as it starts, on the warm-up's thread after
+     * its Python and modules ({@link ExecutorWarmup}), instead of in its first task, which then finds
+     * the model built (or waits for the build under way): adds the warm-up to {@code spark.plugins}
+     * as {@link ExecutorPython#warmUp} does (its modules left as they are: {@code torch} unless set)
+     * and this model, with its outputs, to {@value ExecutorWarmup#MODELS}. Call it before the
+     * session starts, which sends the executors their settings. A model that fails to build there
+     * is built again by the first task that needs it, which fails with the error. Idempotent.
+     *
+     * @param conf the application's configuration, changed in place
+     * @return {@code conf}
+     * @throws IllegalArgumentException if the model does not serialize (a {@link ExecutorModel.Loader}
+     *                                  that holds what is not serializable)
+     */
+    public SparkConf warmUp(SparkConf conf) {
+        Objects.requireNonNull(conf, "conf");
+        if (!conf.contains(ExecutorWarmup.MODULES)) {
+            ExecutorPython.warmUp(conf, "torch");
+        } else {
+            ExecutorPython.warmUp(conf, conf.get(ExecutorWarmup.MODULES).split(","));
+        }
+        String mine = new WarmUpModel(model, outputs).encode();
+        String models = conf.get(ExecutorWarmup.MODELS, "").strip();
+        if (!Arrays.asList(models.split(",")).contains(mine)) {
+            conf.set(ExecutorWarmup.MODELS, models.isEmpty() ? mine : models + "," + mine);
+        }
+        return conf;
     }
 
     /**
@@ -224,6 +262,44 @@ public final class BatchInference implements Serializable {
         }
         throw new IllegalArgumentException("the input has no column " + name + "; its columns are "
                 + List.of(schema.fieldNames()));
+    }
+
+    /**
+     * A model that the warm-up builds, with the outputs that the runtime's model declares, as
+     * {@value ExecutorWarmup#MODELS} carries it.
+     *
+     * @param model   the model
+     * @param outputs its outputs, in order
+     */
+    record WarmUpModel(ExecutorModel model, List<TensorColumn> outputs) implements Serializable {
+        /** {@return this, serialized, in Base64} */
+        String encode() {
+            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+            try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
+                out.writeObject(this);
+            } catch (IOException e) {
+                throw new IllegalArgumentException("model " + model.name() + " does not serialize: " + e, e);
+            }
+            return Base64.getEncoder().encodeToString(bytes.toByteArray());
+        }
+
+        /** {@return the model that {@link #encode} wrote, its classes loaded by {@code loader}} */
+        static WarmUpModel decode(String encoded, ClassLoader loader) {
+            try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(Base64.getDecoder().decode(encoded))) {
+                @Override
+                protected Class<?> resolveClass(ObjectStreamClass desc) throws IOException, ClassNotFoundException {
+                    try {
+                        return Class.forName(desc.getName(), false, loader);
+                    } catch (ClassNotFoundException e) {
+                        return super.resolveClass(desc);
+                    }
+                }
+            }) {
+                return (WarmUpModel) in.readObject();
+            } catch (IOException | ClassNotFoundException e) {
+                throw new IllegalArgumentException("cannot read a model of " + ExecutorWarmup.MODELS + ": " + e, e);
+            }
+        }
     }
 
     /**

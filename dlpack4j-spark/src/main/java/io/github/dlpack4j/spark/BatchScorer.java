@@ -35,7 +35,7 @@ final class BatchScorer implements AutoCloseable {
         this.model = model;
         this.outputs = outputs;
         this.runtime = ExecutorPython.model(model, outputs);
-        long[] startup = ExecutorPython.takeStartup();
+        ExecutorPython.Startup startup = ExecutorPython.takeStartup();
         if (metrics != null && startup != null) {
             metrics.startup(startup);
         }

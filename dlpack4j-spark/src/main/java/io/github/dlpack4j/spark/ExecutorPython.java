@@ -51,6 +51,14 @@ public final class ExecutorPython {
     /** Nanoseconds this JVM spent starting its Python, and building its models; reported once. */
     private static final long[] startupNanos = new long[2];
     private static boolean startupReported;
+    /** When this JVM's Python had started, in epoch milliseconds; -1 until then. */
+    private static volatile long pythonStarted = -1;
+    /** When this JVM's first task started, in epoch milliseconds; -1 until then. */
+    private static volatile long firstTask = -1;
+    /** When the warm-up began, had imported its modules and had built its models, in epoch milliseconds. */
+    static volatile long warmUpStarted = -1;
+    static volatile long modulesImported = -1;
+    static volatile long modelsBuilt = -1;
 
     private ExecutorPython() {
     }
@@ -76,6 +84,7 @@ public final class ExecutorPython {
                 long start = System.nanoTime();
                 python = Python.start();
                 startupNanos[0] = System.nanoTime() - start;
+                pythonStarted = System.currentTimeMillis();
             }
             return python;
         }
@@ -140,20 +149,46 @@ public final class ExecutorPython {
         }
     }
 
+    /** A task starts in this JVM: the first one's start is a step of the JVM's start-up ({@link ExecutorStartup}). */
+    static void taskStarted() {
+        if (firstTask < 0) {
+            synchronized (START) {
+                if (firstTask < 0) {
+                    firstTask = System.currentTimeMillis();
+                }
+            }
+        }
+    }
+
     /**
-     * What this JVM's start-up of Python and of its models took, the first time it is asked (by
-     * the task that needed them), so that a job's metrics count each executor's once.
+     * What this JVM's start-up took, the first time it is asked (by the first task that had its
+     * model, which asks as it begins to score), so that a job's metrics count each executor's once.
      *
-     * @return {python, models} in nanoseconds, or null once reported
+     * @return the start-up, or null once reported
      */
-    static long[] takeStartup() {
+    static Startup takeStartup() {
+        long now = System.currentTimeMillis();
         synchronized (START) {
             if (startupReported || python == null) {
                 return null;
             }
             startupReported = true;
-            return startupNanos.clone();
+            ExecutorStartup times = new ExecutorStartup(ProcessHandle.current().pid(),
+                    java.lang.management.ManagementFactory.getRuntimeMXBean().getStartTime(), warmUpStarted,
+                    pythonStarted, modulesImported, modelsBuilt, ParquetTask.arrowLoaded(),
+                    firstTask < 0 ? now : firstTask, now);
+            return new Startup(startupNanos[0], startupNanos[1], times);
         }
+    }
+
+    /**
+     * A JVM's start-up, as its first task reports it.
+     *
+     * @param pythonNanos the nanoseconds its Python took to start
+     * @param modelNanos  the nanoseconds its models took to build, by then
+     * @param times       when each step was done
+     */
+    record Startup(long pythonNanos, long modelNanos, ExecutorStartup times) {
     }
 
     private static PythonModel build(ExecutorModel model, List<TensorColumn> outputs) {

@@ -28,15 +28,29 @@ import org.apache.spark.api.plugin.SparkPlugin;
  * }
  *
  * <p>Settings: {@value #MODULES} (the modules to import, comma-separated; {@code torch} unless
- * set) and {@value #ARROW} ({@code true} unless set; with it, an executor whose interpreter has
- * pyarrow imports {@code pyarrow.parquet} too, the Parquet route's writer). A module that fails to import is left for
- * the first task to import again, which then reports the error as the task's.
+ * set), {@value #ARROW} ({@code true} unless set; with it, an executor whose interpreter has
+ * pyarrow imports {@code pyarrow.parquet} too, the Parquet route's writer) and {@value #MODELS}
+ * (models to build, after the imports: {@link BatchInference#warmUp}). A module that fails to
+ * import, or a model that fails to build, is left for the first task to try again, which then
+ * reports the error as the task's.
+ *
+ * <p>The plugin starts when Spark makes the executor, after the executor's JVM has started,
+ * fetched the application's settings and registered with the driver (2-3 s in the example's
+ * executors). Where the jar is at a path known on every worker, the same jar as a Java agent starts
+ * Python, the imports and Arrow's library as the JVM starts, before all that ({@link #premain}):
+ * {@code spark.executor.extraJavaOptions=-javaagent:/opt/jars/dlpack4j-spark.jar=torch}; the
+ * plugin then finds them started and builds the models.
  */
 public final class ExecutorWarmup implements SparkPlugin {
     /** The setting that lists the modules to import, comma-separated. */
     public static final String MODULES = "spark.dlpack4j.warmup.modules";
     /** The setting that says whether to load Arrow's dataset library ({@code true} or {@code false}). */
     public static final String ARROW = "spark.dlpack4j.warmup.arrow";
+    /**
+     * The setting that holds the models to build, as {@link BatchInference#warmUp} writes them
+     * (comma-separated, each a serialized model and its outputs in Base64).
+     */
+    public static final String MODELS = "spark.dlpack4j.warmup.models";
 
     /** For Spark, which makes the plugin by reflection. */
     public ExecutorWarmup() {
@@ -71,12 +85,42 @@ public final class ExecutorWarmup implements SparkPlugin {
                 List<String> modules = Arrays.stream(conf.get(MODULES, "torch").split(","))
                         .map(String::strip).filter(m -> !m.isEmpty()).toList();
                 boolean arrow = conf.getBoolean(ARROW, true);
-                Thread.ofPlatform().name("dlpack4j executor warm-up").daemon().start(() -> warmUp(modules, arrow));
+                List<String> models = Arrays.stream(conf.get(MODELS, "").split(","))
+                        .map(String::strip).filter(m -> !m.isEmpty()).toList();
+                // the models' classes (a Loader's) may be the application's: its loader, as Spark set it here
+                ClassLoader loader = Thread.currentThread().getContextClassLoader();
+                if (ExecutorPython.warmUpStarted < 0) { // not started by the agent
+                    ExecutorPython.warmUpStarted = System.currentTimeMillis();
+                }
+                Thread.ofPlatform().name("dlpack4j executor warm-up").daemon()
+                        .start(() -> warmUp(modules, arrow, models, loader));
             }
         };
     }
 
-    private static void warmUp(List<String> modules, boolean arrow) {
+    /**
+     * Starts the warm-up as the JVM starts, when the jar is given to the executors' JVM as a Java
+     * agent ({@code -javaagent:PATH/dlpack4j-spark.jar=MODULES}): on a thread of its own, the JVM's
+     * Python (the one {@code DLPACK4J_PYTHON} names, as {@link ExecutorPython#configure} sets it for
+     * the executors), the modules, {@code pyarrow.parquet} and Arrow's dataset library, while the JVM
+     * goes on to start Spark's executor; the plugin, once Spark makes it, finds them started (or
+     * waits for them) and builds the models. Nothing else changes: a failed start or import is left
+     * to the plugin and the first task, which report it.
+     *
+     * @param arguments the modules to import, comma-separated ({@code torch} when none), and
+     *                  {@code ;arrow=false} to leave out pyarrow and Arrow's library (as {@value #ARROW})
+     */
+    public static void premain(String arguments) {
+        String[] parts = (arguments == null ? "" : arguments).split(";");
+        List<String> modules = Arrays.stream(parts[0].split(",")).map(String::strip).filter(m -> !m.isEmpty()).toList();
+        boolean arrow = Arrays.stream(parts).skip(1).map(String::strip).noneMatch("arrow=false"::equals);
+        List<String> imported = modules.isEmpty() ? List.of("torch") : modules;
+        ExecutorPython.warmUpStarted = System.currentTimeMillis();
+        Thread.ofPlatform().name("dlpack4j executor warm-up (agent)").daemon()
+                .start(() -> warmUp(imported, arrow, List.of(), null));
+    }
+
+    private static void warmUp(List<String> modules, boolean arrow, List<String> models, ClassLoader loader) {
         if (arrow) {
             ParquetTask.startArrowLoad();
         }
@@ -90,8 +134,21 @@ public final class ExecutorWarmup implements SparkPlugin {
             if (arrow) {
                 ParquetTask.hasPyarrow(); // imports pyarrow.parquet, the Parquet route's writer, where it is; the answer kept
             }
+            ExecutorPython.modulesImported = System.currentTimeMillis();
         } catch (RuntimeException | Error e) {
             // the first task starts Python or imports the module again, and fails with the error then
+            return;
+        }
+        for (String m : models) {
+            try {
+                BatchInference.WarmUpModel model = BatchInference.WarmUpModel.decode(m, loader);
+                ExecutorPython.model(model.model(), model.outputs());
+            } catch (RuntimeException | Error e) {
+                // the first task that needs the model builds it again, and fails with the error then
+            }
+        }
+        if (!models.isEmpty()) {
+            ExecutorPython.modelsBuilt = System.currentTimeMillis();
         }
     }
 }

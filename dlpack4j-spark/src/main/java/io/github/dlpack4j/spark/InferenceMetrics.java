@@ -51,6 +51,8 @@ public final class InferenceMetrics implements Serializable {
     private final LongAccumulator arrowLoadNanos;
     /** The process id of each task's JVM. */
     private final CollectionAccumulator<Long> pids;
+    /** How each JVM that started in these tasks got ready for its first task. */
+    private final CollectionAccumulator<ExecutorStartup> startupTimes;
 
     private InferenceMetrics(SparkContext sc) {
         rows = sc.longAccumulator("dlpack4j rows");
@@ -66,6 +68,7 @@ public final class InferenceMetrics implements Serializable {
         modelLoadNanos = sc.longAccumulator("dlpack4j model load ns");
         arrowLoadNanos = sc.longAccumulator("dlpack4j arrow load ns");
         pids = sc.collectionAccumulator("dlpack4j executor pids");
+        startupTimes = sc.collectionAccumulator("dlpack4j executor start-ups");
     }
 
     /**
@@ -83,11 +86,22 @@ public final class InferenceMetrics implements Serializable {
         pids.add(ProcessHandle.current().pid());
     }
 
-    /** A task started this JVM's Python ({@code nanos[0]}) and built its models ({@code nanos[1]}). */
-    void startup(long[] nanos) {
+    /** The first task of a JVM reports its start-up: Python's, its models', when each step was done. */
+    void startup(ExecutorPython.Startup startup) {
         startups.add(1);
-        pythonStartNanos.add(nanos[0]);
-        modelLoadNanos.add(nanos[1]);
+        pythonStartNanos.add(startup.pythonNanos());
+        modelLoadNanos.add(startup.modelNanos());
+        startupTimes.add(startup.times());
+    }
+
+    /**
+     * How each executor JVM that started in these tasks got ready for its first task: when it
+     * started, its warm-up's steps, its first task and that task's model ({@link ExecutorStartup}).
+     *
+     * @return one per JVM, by process id
+     */
+    public List<ExecutorStartup> executorStartups() {
+        return startupTimes.value().stream().sorted(java.util.Comparator.comparingLong(ExecutorStartup::pid)).toList();
     }
 
     /** A task loaded Arrow's dataset library into its JVM, the first there. */

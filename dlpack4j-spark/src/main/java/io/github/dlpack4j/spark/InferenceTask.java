@@ -40,6 +40,7 @@ final class InferenceTask extends TaskPlan implements FlatMapFunction<Iterator<I
 
     @Override
     public Iterator<InternalRow> call(Iterator<InternalRow> rows) {
+        ExecutorPython.taskStarted();
         BatchScorer scorer = new BatchScorer(model, inputColumns(), outputs, metrics);
         if (metrics != null) {
             metrics.taskStarted();

@@ -23,7 +23,6 @@ import org.apache.arrow.dataset.file.FileFormat;
 import org.apache.arrow.dataset.file.FileSystemDatasetFactory;
 import org.apache.arrow.dataset.jni.NativeMemoryPool;
 import org.apache.arrow.dataset.scanner.ScanOptions;
-import org.apache.arrow.dataset.jni.JniLoader;
 import org.apache.arrow.dataset.jni.NativeDataset;
 import org.apache.arrow.dataset.jni.NativeScanner;
 import org.apache.arrow.memory.BufferAllocator;
@@ -53,10 +52,12 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
      * an allocator of its own at its end without failing those releases.
      */
     private static volatile BufferAllocator root;
-    /** Loads Arrow's dataset library (unpacked from its jar: 76 MB) while the first task starts Python. */
+    /** Loads Arrow's dataset library ({@link ArrowLibrary}) while the first task starts Python. */
     private static Thread arrowLoader;
     /** Nanoseconds the load took; -1 until it is done, -2 once reported. */
     private static long arrowLoadNanos = -1;
+    /** When the load was done, in epoch milliseconds; -1 until then. */
+    private static volatile long arrowLoaded = -1;
 
     /** At most this many rows a read ({@link #readRows}), unless one model batch is more. */
     private static final long READ_ROWS = 16_384;
@@ -100,6 +101,7 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
         if (metrics != null) {
             metrics.taskStarted();
         }
+        ExecutorPython.taskStarted();
         startArrowLoad();
         List<Written> done = new ArrayList<>();
         try (BatchScorer scorer = new BatchScorer(model, inputColumns(), outputs, metrics)) {
@@ -334,15 +336,21 @@ final class ParquetTask extends TaskPlan implements FlatMapFunction<Iterator<Str
             arrowLoader = Thread.ofPlatform().name("dlpack4j arrow library").daemon().start(() -> {
                 long start = System.nanoTime();
                 try {
-                    JniLoader.get().ensureLoaded();
+                    ArrowLibrary.load();
                 } catch (RuntimeException | Error e) {
                     // the first dataset factory loads it again, and throws what stops it
                 }
                 synchronized (ParquetTask.class) {
                     arrowLoadNanos = System.nanoTime() - start;
                 }
+                arrowLoaded = System.currentTimeMillis();
             });
         }
+    }
+
+    /** {@return when Arrow's dataset library had loaded in this JVM, in epoch milliseconds; -1 until then} */
+    static long arrowLoaded() {
+        return arrowLoaded;
     }
 
     /** {@return the nanoseconds the library took to load, the first time they are asked for once it is loaded; else -1} */

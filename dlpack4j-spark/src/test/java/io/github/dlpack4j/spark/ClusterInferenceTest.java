@@ -97,6 +97,15 @@ class ClusterInferenceTest {
         assertThat(metrics.executorPids()).hasSize(2).doesNotContain(ProcessHandle.current().pid())
                 .as("the pids Python saw: Python runs inside the executor JVMs").isEqualTo(pythonPids);
         assertThat(executorProcesses()).extracting(ProcessHandle::pid).containsExactlyInAnyOrderElementsOf(pythonPids);
+        // the first job of the cluster: each executor says how it got ready, its warm-up (ExecutorWarmup) included
+        assertThat(metrics.executorStartups()).extracting(ExecutorStartup::pid).isEqualTo(pythonPids);
+        assertThat(metrics.executorStartups()).allSatisfy(s -> {
+            assertThat(s.warmUpStarted()).isGreaterThanOrEqualTo(s.jvmStarted());
+            assertThat(s.pythonStarted()).isGreaterThanOrEqualTo(s.warmUpStarted());
+            assertThat(s.firstTask()).isGreaterThanOrEqualTo(s.jvmStarted());
+            assertThat(s.firstModel()).isGreaterThanOrEqualTo(Math.max(s.firstTask(), s.pythonStarted()));
+            assertThat(s.modelsBuilt()).as("no model was given to the warm-up").isEqualTo(-1);
+        });
     }
 
     @Test
