@@ -4,7 +4,8 @@ For each model, every service is started with ``scripts/serve`` (Java + dlpack4j
 same with ``--batching``, the Spring Boot service with ``--spring`` and with ``--spring --batching``,
 and FastAPI + uvicorn with ``--python``), and the time from its start to its ready line is taken;
 they answer one request alike first (the same weights), then for each connection count each service
-in turn gets a warm-up and a measured wrk run, bounded by ``--duration``. The table has requests/s,
+in turn gets a warm-up (a Java service until its JIT settles, see :func:`warm_up`) and a measured
+wrk run, bounded by ``--duration``. The table has requests/s,
 p50, p99 and errors of each service, the ratios of the Java ones to FastAPI's and of the Spring ones
 to Helidon's; the settings and start-up time of each are printed beside it.
 
@@ -208,6 +209,43 @@ def wrk(s: Service, model: str, request_file: Path, connections: int, seconds: f
     return read_wrk(out)
 
 
+JIT_SETTLED = 0.05  # the JIT compilers' share of a core below which a Java service counts as warm
+JIT_WARMUP_LIMIT = 60.0  # the longest warm-up of a Java service, in seconds
+
+
+def jit_seconds(pid: int) -> float:
+    """Return the CPU seconds process ``pid``'s JIT compiler threads have used so far."""
+    nanos = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            if (task / "comm").read_text().startswith(("C1 Compiler", "C2 Compiler")):
+                nanos += int((task / "schedstat").read_text().split()[0])
+        except OSError:  # the thread ended meanwhile
+            continue
+    return nanos / 1e9
+
+
+def warm_up(s: Service, model: str, request_file: Path, connections: int, seconds: float) -> float:
+    """Load a service before it is measured; return how long.
+
+    FastAPI gets ``seconds``. A Java service gets at least that, then 2-s slices until its JIT
+    compilers used under 5% of a core in one (at most a minute): on 2 cores shared with the load
+    generator, C2 took 15-20 s of load to settle on the served path, and a cell measured before
+    that times the compiler, not the service.
+    """
+    wrk(s, model, request_file, connections, seconds)
+    if s.key == "python":
+        return seconds
+    waited = seconds
+    while waited < JIT_WARMUP_LIMIT:
+        before = jit_seconds(s.process.pid)
+        wrk(s, model, request_file, connections, 2)
+        waited += 2
+        if (jit_seconds(s.process.pid) - before) / 2 < JIT_SETTLED:
+            break
+    return waited
+
+
 def measured(s: Service, model: str, request_file: Path, connections: int, seconds: float) -> tuple[Run, str]:
     """Run wrk as :func:`wrk` does; return its figures and the service's CPU per request (and mean batch)."""
     before = stats(s) if s.key != "python" else None
@@ -274,6 +312,7 @@ def loadtest(args: argparse.Namespace) -> int:
     models = ["mlp", "resnet18"] if args.model == "all" else [args.model]
     rows: list[list[str]] = []
     costs: dict[tuple[str, int, str], str] = {}
+    warmed: dict[tuple[str, int, str], float] = {}
     settings: dict[str, str] = {}
     statuses: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -296,7 +335,7 @@ def loadtest(args: argparse.Namespace) -> int:
                     runs: dict[str, Run] = {}
                     for s in services:
                         print(f"loadtest: {model}, {c} connections, {s.key}", file=sys.stderr, flush=True)
-                        wrk(s, model, path, c, args.warmup)
+                        warmed[(model, c, s.key)] = warm_up(s, model, path, c, args.warmup)
                         runs[s.key], costs[(model, c, s.key)] = measured(s, model, path, c, args.duration)
                     row = [model, str(c)]
                     for key in keys:
@@ -318,15 +357,18 @@ def loadtest(args: argparse.Namespace) -> int:
     for row in rows:
         print("| " + " | ".join(row) + " |")
     print()
-    print("CPU per request (the service's processes, user and system, over the measured seconds)"
-          " and, for the Java services, the mean rows of a model call:")
+    print("CPU per request (the service's processes, user and system, over the measured seconds),"
+          " for the Java services the mean rows of a model call, and each cell's warm-up:")
     print("| model | conns | " + " | ".join(SERVICES[k][0] for k in keys) + " |")
     print("|" + " --- |" * (len(keys) + 2))
     for model, c in dict.fromkeys((m, n) for m, n, _ in costs):
-        print(f"| {model} | {c} | " + " | ".join(costs.get((model, c, k), "-") for k in keys) + " |")
+        cells = [f"{costs[(model, c, k)]}; warmed {warmed[(model, c, k)]:.0f} s" if (model, c, k) in costs else "-"
+                 for k in keys]
+        print(f"| {model} | {c} | " + " | ".join(cells) + " |")
     print()
     print(f"wrk {wrk_version()}: -t1 (1 connection) or -t2, --latency, --timeout 30s, binary requests of one row "
-          f"with binary output (infer.lua), {args.warmup:g} s warm-up then {args.duration:g} s measured per cell, "
+          f"with binary output (infer.lua), {args.warmup:g} s warm-up (Java: then until its JIT settled) then "
+          f"{args.duration:g} s measured per cell, "
           "the services of a model started together and measured in turn, all on 127.0.0.1 of this machine "
           f"({os.cpu_count()} cores, load generator included).")
     for name, text in settings.items():
@@ -417,7 +459,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="all", choices=["all", "mlp", "resnet18"])
     parser.add_argument("--duration", type=parse_duration, default=10.0, help="measured seconds per cell (10s)")
-    parser.add_argument("--warmup", type=parse_duration, default=3.0, help="warm-up seconds per cell (3s)")
+    parser.add_argument("--warmup", type=parse_duration, default=3.0, help="warm-up seconds per cell, at least (3s)")
     parser.add_argument("--connections", default="1,8,64")
     parser.add_argument(
         "--services",
