@@ -131,14 +131,12 @@ public final class ExecutorWarmup implements SparkPlugin {
                     // imported: the first task's import finds it in sys.modules
                 }
             }
-            if (arrow) {
-                ParquetTask.hasPyarrow(); // imports pyarrow.parquet, the Parquet route's writer, where it is; the answer kept
-            }
             ExecutorPython.modulesImported = System.currentTimeMillis();
         } catch (RuntimeException | Error e) {
             // the first task starts Python or imports the module again, and fails with the error then
             return;
         }
+        // The models before pyarrow: a task needs its model as it starts, the writer once it has read a batch.
         for (String m : models) {
             try {
                 BatchInference.WarmUpModel model = BatchInference.WarmUpModel.decode(m, loader);
@@ -149,6 +147,13 @@ public final class ExecutorWarmup implements SparkPlugin {
         }
         if (!models.isEmpty()) {
             ExecutorPython.modelsBuilt = System.currentTimeMillis();
+        }
+        if (arrow) {
+            try {
+                ParquetTask.hasPyarrow(); // imports pyarrow.parquet, the Parquet route's writer, where it is; the answer kept
+            } catch (RuntimeException | Error e) {
+                // the first task of the auto writer asks again
+            }
         }
     }
 }
