@@ -20,6 +20,7 @@ import io.github.dlpack4j.python.Python;
 import io.github.dlpack4j.spark.BatchInference;
 import io.github.dlpack4j.spark.ExecutorModel;
 import io.github.dlpack4j.spark.ExecutorPython;
+import io.github.dlpack4j.spark.ExecutorStartup;
 import io.github.dlpack4j.spark.ExecutorWarmup;
 import io.github.dlpack4j.spark.InferenceMetrics;
 
@@ -33,11 +34,12 @@ import org.apache.spark.sql.types.DataTypes;
 /**
  * Batch inference on Spark: reads Parquet ({@code id} long, {@code features} array&lt;float&gt; of
  * 256), scores the {@code mlp} model in the executors' embedded Python, writes Parquet ({@code id},
- * {@code scores} array&lt;float&gt; of 16), and prints one summary line.
+ * {@code scores} array&lt;float&gt; of 16), and prints where its time went and a summary line.
  *
  * <pre>
  * SparkScore --master local[N]|spark://HOST:PORT [--executors N] --input DIR --output DIR [--route arrow|rows]
  *            [--weights FILE] [--batch N] [--repeat N] [--python EXE] [--no-model] [--conf KEY=VALUE]...
+ *            [--parts FILE]
  * SparkScore --jvm-options      the JVM options this driver needs, one per line
  * </pre>
  *
@@ -47,6 +49,10 @@ import org.apache.spark.sql.types.DataTypes;
  * with Spark's own reader and writer, the model in between ({@link BatchInference#transform}).
  * {@code --no-model} runs the job without the model, its scores the first 16 features: what Spark's
  * reading and writing cost alone ({@code scripts/bench-spark}).
+ *
+ * <p>It prints two lines: the parts (where the command's time went, step by step: the build and the
+ * cluster's start as {@code scripts/spark-score} writes them into {@code --parts FILE}, the
+ * driver's session, each executor's start-up and warm-up, the jobs), then the summary.
  */
 public final class SparkScore {
     private SparkScore() {
@@ -74,6 +80,22 @@ public final class SparkScore {
             throw new IllegalArgumentException("name the executors' Python: --python EXE or DLPACK4J_PYTHON");
         }
 
+        if (System.getProperty("dlpack4j.python") == null) {
+            System.setProperty("dlpack4j.python", python); // the driver's own Python, which the seeded weights may need
+        }
+        // Absolute: the executors resolve it, in working directories of their own.
+        String weights = a.containsKey("--weights") ? Path.of(a.get("--weights")).toAbsolutePath().toString()
+                : seededWeights();
+        // One torch thread per task: the tasks are the parallelism (executor cores, or local[N]).
+        ExecutorModel mlp = ExecutorModel.fromSource("mlp", resource("mlp.py"), "load", weights, 1);
+        BatchInference scoring = BatchInference.builder()
+                .input("features", 256)
+                .passThrough("id")
+                .model(mlp)
+                .output("scores", DataTypes.FloatType, 16)
+                .batchSize(batch)
+                .build();
+
         SparkConf conf = new SparkConf().setMaster(master).setAppName("spark-batch-inference")
                 .set("spark.ui.enabled", "false")
                 .set("spark.driver.host", "127.0.0.1")
@@ -82,9 +104,14 @@ public final class SparkScore {
                 // little when one is lost.
                 .set("spark.sql.files.maxPartitionBytes", "16m");
         ExecutorPython.configure(conf, python);
-        // Each executor starts Python, imports torch and loads Arrow's library as it starts, while it
-        // registers, instead of in its first task.
+        // Each executor starts Python, imports torch, loads Arrow's library and builds the model as it
+        // starts, while it registers, instead of in its first task.
         ExecutorPython.warmUp(conf, "torch");
+        if (!a.containsKey("--no-model")) {
+            scoring.warmUp(conf);
+        }
+        // When the context and the executors came up, for the line of parts.
+        conf.set("spark.extraListeners", Timeline.class.getName());
         if (master.startsWith("spark://")) {
             conf.set("spark.executor.cores", "1")
                     .set("spark.cores.max", String.valueOf(executors))
@@ -106,21 +133,12 @@ public final class SparkScore {
         }
         ExecutorPython.configure(conf, python);
         ExecutorPython.warmUp(conf, conf.get(ExecutorWarmup.MODULES, "torch").split(","));
+        long jvmStarted = ManagementFactory.getRuntimeMXBean().getStartTime();
+        long sessionStarts = System.currentTimeMillis();
         SparkSession spark = SparkSession.builder().config(conf).getOrCreate();
-        double session = (System.currentTimeMillis() - ManagementFactory.getRuntimeMXBean().getStartTime()) / 1e3;
+        long sessionReady = System.currentTimeMillis();
+        double session = (sessionReady - jvmStarted) / 1e3;
         try {
-            // Absolute: the executors resolve it, in working directories of their own.
-            String weights = a.containsKey("--weights") ? Path.of(a.get("--weights")).toAbsolutePath().toString()
-                    : seededWeights();
-            // One torch thread per task: the tasks are the parallelism (executor cores, or local[N]).
-            ExecutorModel mlp = ExecutorModel.fromSource("mlp", resource("mlp.py"), "load", weights, 1);
-            BatchInference scoring = BatchInference.builder()
-                    .input("features", 256)
-                    .passThrough("id")
-                    .model(mlp)
-                    .output("scores", DataTypes.FloatType, 16)
-                    .batchSize(batch)
-                    .build();
             // --repeat N: the same job N times in this application; the last one finds the executors'
             // Python, torch and model loaded, and Java's code compiled: the scoring alone.
             List<String> jobs = new ArrayList<>();
@@ -139,10 +157,15 @@ public final class SparkScore {
                 }
             });
             String firstJob = "";
+            List<ExecutorStartup> startups = List.of();
+            long firstJobStarted = 0;
             long written = -1;
             for (int run = 0; run < repeat; run++) {
                 metrics = InferenceMetrics.register(spark.sparkContext());
                 cpu.reset();
+                if (run == 0) {
+                    firstJobStarted = System.currentTimeMillis();
+                }
                 long start = System.nanoTime();
                 if (arrow) {
                     deleteRecursively(Path.of(output)); // as the row route's mode("overwrite")
@@ -166,12 +189,16 @@ public final class SparkScore {
                 jobs.add(String.format(Locale.ROOT, "%.2f", job));
                 if (run == 0) {
                     firstJob = String.format(Locale.ROOT, "the first job %.2f s, %s", job, metrics.startup());
+                    startups = metrics.executorStartups();
                 }
             }
             // The Parquet route says how many rows it wrote; the row route's output is counted by reading
             // it back (a Spark job of its own: seconds in a new application).
             long rows = written >= 0 ? written : spark.read().parquet(output).count();
-            double total = (System.currentTimeMillis() - ManagementFactory.getRuntimeMXBean().getStartTime()) / 1e3;
+            long end = System.currentTimeMillis();
+            double total = (end - jvmStarted) / 1e3;
+            System.out.println(parts(a.get("--parts"), jvmStarted, spark.sparkContext().startTime(), sessionStarts,
+                    sessionReady, startups, firstJobStarted, jobs, end));
             System.out.println(String.format(Locale.ROOT,
                     "spark-score: %d rows in %.1f s (the scoring job %.2f s, %.0f rows/s, task CPU %.2f s, executors' "
                             + "process CPU %.2f s%s), route %s, master %s, executors pid %s (driver pid %d); start-up: the "
@@ -186,6 +213,101 @@ public final class SparkScore {
         }
     }
 
+    /**
+     * The line of parts: where the command's time went, each step as the seconds after the command's
+     * start (after its build, which {@code scripts/spark-score} writes into {@code partsFile} with
+     * the cluster's steps; the driver JVM's start without it): the build, the Master and the
+     * Worker, the driver's context and its executors, each executor's start-up (its JVM, the
+     * warm-up's steps, its first task), and the jobs.
+     */
+    static String parts(String partsFile, long jvmStarted, long contextStarted, long sessionStarts, long sessionReady,
+                        List<ExecutorStartup> executors, long firstJobStarted, List<String> jobs, long end)
+            throws IOException {
+        Map<String, String> script = new HashMap<>();
+        if (partsFile != null && Files.exists(Path.of(partsFile))) {
+            for (String line : Files.readAllLines(Path.of(partsFile))) {
+                int space = line.indexOf(' ');
+                if (space > 0) {
+                    script.put(line.substring(0, space), line.substring(space + 1).strip());
+                }
+            }
+        }
+        long origin = script.containsKey("start") ? (long) (Double.parseDouble(script.get("start")) * 1000) : jvmStarted;
+        java.util.function.LongFunction<String> at = t -> t < 0 ? "-" : String.format(Locale.ROOT, "%.1f", (t - origin) / 1e3);
+        java.util.function.BiFunction<Long, Long, String> took =
+                (from, to) -> from < 0 || to < 0 ? "-" : String.format(Locale.ROOT, "%.1f", (to - from) / 1e3);
+        StringBuilder b = new StringBuilder("spark-score: parts: build ").append(script.getOrDefault("build", "not asked"));
+        if (script.containsKey("master")) {
+            long master = (long) (Double.parseDouble(script.get("master")) * 1000);
+            String worker = script.containsKey("worker")
+                    ? at.apply((long) (Double.parseDouble(script.get("worker")) * 1000)) : "?";
+            b.append("; the cluster: the Master ready at ").append(at.apply(master)).append(", the Worker registered at ")
+                    .append(worker);
+        }
+        b.append("; the driver: its JVM started at ").append(at.apply(jvmStarted))
+                .append(", the session asked for at ").append(at.apply(sessionStarts))
+                .append(", the context made at ").append(at.apply(contextStarted))
+                .append(", registered with the master at ").append(at.apply(Timeline.applicationStarted));
+        if (!Timeline.executorsAdded.isEmpty()) {
+            b.append(", its executors registered at ").append(Timeline.executorsAdded.stream().sorted()
+                    .map(at::apply).collect(Collectors.joining(" and ")));
+        }
+        b.append(", the session ready at ").append(at.apply(sessionReady));
+        for (ExecutorStartup e : executors) {
+            b.append("; executor ").append(e.pid()).append(": its JVM started at ").append(at.apply(e.jvmStarted()));
+            if (e.warmUpStarted() >= 0) {
+                // each step done at: the seconds it took after the step before (Python started by the
+                // driver's own code in local mode, or Arrow's library by the driver's plugin, may be earlier)
+                b.append(", the warm-up from ").append(at.apply(e.warmUpStarted())).append(": ");
+                long before = e.warmUpStarted();
+                List<String> steps = new ArrayList<>();
+                for (Object[] step : new Object[][] {{"Python", e.pythonStarted()}, {"the imports", e.modulesImported()},
+                        {"the model", e.modelsBuilt()}}) {
+                    long done = (Long) step[1];
+                    steps.add(step[0] + " " + (done < 0 ? "not by then" : done <= e.warmUpStarted() ? "before"
+                            : "at " + at.apply(done) + " (" + took.apply(before, done) + " s)"));
+                    before = Math.max(before, done);
+                }
+                steps.add("Arrow's library " + (e.arrowLoaded() < 0 ? "not loaded"
+                        : e.arrowLoaded() <= e.warmUpStarted() ? "before"
+                        : "at " + at.apply(e.arrowLoaded()) + " (" + took.apply(e.warmUpStarted(), e.arrowLoaded()) + " s)"));
+                b.append(String.join(", ", steps));
+            } else {
+                b.append(", Python started at ").append(at.apply(e.pythonStarted()));
+            }
+            b.append("; its first task at ").append(at.apply(e.firstTask()))
+                    .append(", scoring at ").append(at.apply(e.firstModel()));
+        }
+        b.append("; the jobs from ").append(at.apply(firstJobStarted)).append(": ").append(String.join(" ", jobs))
+                .append(" s; the end at ").append(at.apply(end))
+                .append(script.containsKey("start") ? " (seconds after the command's start, its build before it)"
+                        : " (seconds after the driver JVM's start)");
+        return b.toString();
+    }
+
+    /**
+     * A listener that Spark makes as the context starts ({@code spark.extraListeners}): when the
+     * application registered with the master and when each executor registered.
+     */
+    public static final class Timeline extends org.apache.spark.scheduler.SparkListener {
+        static volatile long applicationStarted = -1;
+        static final List<Long> executorsAdded = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        /** For Spark, which makes it by reflection. */
+        public Timeline() {
+        }
+
+        @Override
+        public void onApplicationStart(org.apache.spark.scheduler.SparkListenerApplicationStart start) {
+            applicationStarted = System.currentTimeMillis();
+        }
+
+        @Override
+        public void onExecutorAdded(org.apache.spark.scheduler.SparkListenerExecutorAdded added) {
+            executorsAdded.add(added.time());
+        }
+    }
+
     private static void deleteRecursively(Path dir) throws IOException {
         if (Files.exists(dir)) {
             try (Stream<Path> all = Files.walk(dir)) {
@@ -196,14 +318,29 @@ public final class SparkScore {
         }
     }
 
-    /** The mlp's weights drawn from seed 0, written once by the driver's own embedded Python. */
+    /**
+     * The mlp's weights drawn from seed 0, written by the driver's own embedded Python the first
+     * time (a file named by the model's source, which makes them), and kept: a later command finds
+     * them and starts no Python in its driver.
+     */
     private static String seededWeights() throws IOException {
-        Path file = Path.of(System.getProperty("java.io.tmpdir"), "dlpack4j-spark-score-mlp-seed0.pt");
-        Python py = ExecutorPython.get(); // the Python that ExecutorPython.configure named
-        try (PyObject module = module(py, "mlp", resource("mlp.py"));
-             PyObject save = module.attr("save_weights");
-             PyObject done = save.call(file.toString(), 0)) {
+        String source = resource("mlp.py");
+        Path file = Path.of(System.getProperty("java.io.tmpdir"),
+                "dlpack4j-spark-score-mlp-seed0-" + Integer.toHexString(source.hashCode()) + ".pt");
+        if (Files.exists(file)) {
             return file.toString();
+        }
+        Python py = ExecutorPython.get(); // the Python that ExecutorPython.configure named
+        Path written = Files.createTempFile(file.getParent(), "dlpack4j-spark-score-mlp-", ".pt");
+        try (PyObject module = module(py, "mlp", source);
+             PyObject save = module.attr("save_weights");
+             PyObject done = save.call(written.toString(), 0)) {
+            // whole or not at all, for a command running beside this one
+            Files.move(written, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE,
+                    java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            return file.toString();
+        } finally {
+            Files.deleteIfExists(written);
         }
     }
 
