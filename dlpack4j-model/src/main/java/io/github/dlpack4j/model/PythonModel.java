@@ -104,9 +104,10 @@ public final class PythonModel implements AutoCloseable {
     /** Whether a platform caller may run its call on its own thread: no batching. */
     private final boolean callsHere;
     /**
-     * Per platform thread, how many of this model's calls run on it now ({@link #callHere}): a call
-     * made from inside one (the model called back into Java, which calls the model again) runs
-     * there too, on the outer call's slot, as a worker's thread could not wait for itself.
+     * Per platform thread, how many of this model's calls without batching run on it now (a
+     * caller's own, {@link #callHere}, or a worker's): a call made from inside one (the model called
+     * back into Java, which calls the model again) runs there too, on the outer call's slot, as the
+     * thread could not wait for itself.
      */
     private final ThreadLocal<int[]> callingHere = ThreadLocal.withInitial(() -> new int[1]);
     /** The workers still running and the callers' own calls in flight; the last one out closes {@link #call}. */
@@ -126,7 +127,7 @@ public final class PythonModel implements AutoCloseable {
         this.callsHere = b.maxBatchRows == 0;
         this.users = new AtomicInteger(b.workers);
         for (int i = 0; i < b.workers; i++) {
-            Worker w = new Worker(scheduler, call, signature, recorder, b.maxBatchRows, slots, this::leave);
+            Worker w = new Worker(scheduler, call, signature, recorder, b.maxBatchRows, slots, callingHere, this::leave);
             workers.add(Thread.ofPlatform().name("dlpack4j-model-" + name + "-" + i).daemon(true).start(w));
         }
     }
@@ -199,16 +200,18 @@ public final class PythonModel implements AutoCloseable {
      * @throws PythonException           if the model raised
      */
     public Map<String, Tensor> predict(Map<String, ? extends Tensor> inputs) {
+        int[] depth = callsHere && !Thread.currentThread().isVirtual() ? callingHere.get() : null;
+        if (depth != null && depth[0] > 0) {
+            // called back from inside its own call on this thread (a caller's or a model thread's):
+            // that call's slot is this one's
+            return callHere(inputs, depth);
+        }
         if (onModelThread()) {
             throw new IllegalStateException("model " + name + ": predict on the model's own thread "
                     + Thread.currentThread().getName() + " (in a callback of a future of submit) would wait for "
                     + "that thread itself; call submit there, or move the callback off it with the ...Async forms");
         }
-        if (callsHere && !Thread.currentThread().isVirtual()) {
-            int[] depth = callingHere.get();
-            if (depth[0] > 0) { // called back from its own call on this thread: that call's slot is this one's
-                return callHere(inputs, depth);
-            }
+        if (depth != null) {
             if (scheduler.nothingQueued() && !slots.hasQueuedThreads() && slots.tryAcquire()) {
                 try { // a worker waiting for a slot went first
                     return callHere(inputs, depth);
@@ -254,18 +257,20 @@ public final class PythonModel implements AutoCloseable {
                 try {
                     answer = Worker.callOnce(call, signature, recorder, held, 1, -1, 0);
                 } catch (RuntimeException | Error e) {
-                    recorder.failed();
-                    throw e;
+                    ModelTimeoutException late = late(admitted);
+                    if (late == null) {
+                        recorder.failed();
+                        throw e;
+                    }
+                    late.addSuppressed(e); // a queued call's caller would have had its timeout before this
+                    throw late;
                 } finally {
                     depth[0]--;
                 }
-                long ran = System.nanoTime() - admitted;
-                if (timeout != null && ran > timeout.toNanos()) {
+                ModelTimeoutException late = late(admitted);
+                if (late != null) {
                     answer.values().forEach(Tensor::close);
-                    recorder.timedOut(true, ran);
-                    throw new ModelTimeoutException("model " + name + ": the deadline of "
-                            + String.format("%.1f", timeout.toNanos() / 1e6) + " ms passed while its model call ran"
-                            + " on the caller's thread (" + String.format("%.1f", ran / 1e6) + " ms)");
+                    throw late;
                 }
                 recorder.answered();
                 return answer;
@@ -275,6 +280,21 @@ public final class PythonModel implements AutoCloseable {
         } finally {
             held.forEach(Tensor::close);
         }
+    }
+
+    /**
+     * {@return the timeout of a call on the caller's own thread admitted at {@code admitted}, counted,
+     * if its deadline passed while it ran; else null}
+     */
+    private ModelTimeoutException late(long admitted) {
+        long ran = System.nanoTime() - admitted;
+        if (timeout == null || ran <= timeout.toNanos()) {
+            return null;
+        }
+        recorder.timedOut(true, ran);
+        return new ModelTimeoutException("model " + name + ": the deadline of "
+                + String.format("%.1f", timeout.toNanos() / 1e6) + " ms passed while its model call ran"
+                + " on the caller's thread (" + String.format("%.1f", ran / 1e6) + " ms)");
     }
 
     /** {@return whether a caller may run the model on its own thread: the model is open, and stays loaded until {@link #leave()}} */
@@ -499,6 +519,12 @@ public final class PythonModel implements AutoCloseable {
         }
         boolean onModelThread = onModelThread();
         scheduler.close();
+        if (callsHere && !Thread.currentThread().isVirtual() && callingHere.get()[0] > 0) {
+            // from inside one of its own calls (a model thread's or a caller's), which holds a slot
+            // and a place among the users: the others finish as they would, and the last one out
+            // lets go of the model; waiting for them here would wait for this very call
+            return;
+        }
         long until = System.nanoTime() + (timeout != null ? timeout : CLOSE_WAIT).toNanos();
         // A caller inside a GIL scope lets it go: the workers need it to finish.
         python.allowThreads(() -> {

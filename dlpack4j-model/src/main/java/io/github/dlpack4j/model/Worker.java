@@ -28,12 +28,15 @@ final class Worker implements Runnable {
     private final Runnable exited;
     /** The model calls that may run at once: this thread takes one for each batch. */
     private final Semaphore slots;
+    /** The model's count of its calls running on each thread ({@code PythonModel.callingHere}). */
+    private final ThreadLocal<int[]> callingHere;
     /** Per input, the stacked batch's buffer; null (or absent) until a stacked batch needs it. */
     private final List<Tensor> buffers = new ArrayList<>();
 
     Worker(Scheduler scheduler, ModelCall call, Signature signature, Recorder recorder, long maxBatchRows,
-           Semaphore slots, Runnable exited) {
+           Semaphore slots, ThreadLocal<int[]> callingHere, Runnable exited) {
         this.slots = slots;
+        this.callingHere = callingHere;
         this.scheduler = scheduler;
         this.call = call;
         this.signature = signature;
@@ -130,11 +133,15 @@ final class Worker implements Runnable {
             recorder.waited(wait);
         }
         Map<String, Tensor> answer;
+        int[] depth = callingHere.get(); // a call from inside this one runs on this thread, without batching
+        depth[0]++;
         try {
             answer = callOnce(call, signature, recorder, r.inputs, r.rows, scheduler.batching() ? r.rows : -1, wait);
         } catch (RuntimeException | Error e) {
             r.fail(e);
             return;
+        } finally {
+            depth[0]--;
         }
         r.answer(answer);
     }

@@ -20,6 +20,7 @@ import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.Dlpack;
 import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.python.PyObject;
+import io.github.dlpack4j.python.PythonException;
 
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -202,6 +203,18 @@ class OwnThreadCallTest {
             assertThat(s.batches()).isEqualTo(1);
         }
         Models.assertReleasedSince(exports, bytes); // the late outputs were let go
+    }
+
+    @Test
+    void aModelThatRaisesAfterTheDeadlineOnTheCallersThreadTimesOutAsAQueuedCallWould() {
+        try (PythonModel model = PythonModel.builder().python(Models.PY).source(Models.SLOW_OR_FAILING, "make", 0.2)
+                .timeout(Duration.ofMillis(50)).build();
+             Tensor x = Tensor.of(new float[] {-1}, 1)) {
+            assertThatThrownBy(() -> model.predict(x)).isInstanceOf(ModelTimeoutException.class)
+                    .satisfies(e -> assertThat(e.getSuppressed()).singleElement().isInstanceOf(PythonException.class));
+            assertThat(model.stats().timedOut()).isEqualTo(1);
+            assertThat(model.stats().failed()).isZero();
+        }
     }
 
     @Test
