@@ -236,7 +236,7 @@ public final class SparkScore {
         java.util.function.LongFunction<String> at = t -> t < 0 ? "-" : String.format(Locale.ROOT, "%.1f", (t - origin) / 1e3);
         java.util.function.BiFunction<Long, Long, String> took =
                 (from, to) -> from < 0 || to < 0 ? "-" : String.format(Locale.ROOT, "%.1f", (to - from) / 1e3);
-        StringBuilder b = new StringBuilder("spark-score: parts: build ").append(script.getOrDefault("build", "not asked"));
+        StringBuilder b = new StringBuilder("spark-score: parts: build ").append(script.getOrDefault("build", "not timed (not run by scripts/spark-score)"));
         if (script.containsKey("master")) {
             long master = (long) (Double.parseDouble(script.get("master")) * 1000);
             String worker = script.containsKey("worker")
