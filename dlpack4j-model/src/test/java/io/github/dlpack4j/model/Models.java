@@ -151,6 +151,13 @@ final class Models {
         return List.of(boxed);
     }
 
+    /** {@return the Python expression's value, an int} */
+    static long pyLong(String expression) {
+        try (PyObject v = PY.eval(expression)) {
+            return v.asLong();
+        }
+    }
+
     /** Each call its own {@code length} values: a read of freed or reused memory shows as a wrong answer. */
     static float[] callValues(int caller, int call, int length) {
         float[] v = new float[length];

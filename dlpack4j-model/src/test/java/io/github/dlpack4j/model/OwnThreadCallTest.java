@@ -88,13 +88,7 @@ class OwnThreadCallTest {
 
     /** {@code what} ({@code active}, {@code most}) of the model built under {@code name}. */
     private static long count(String name, String what) {
-        return python("__import__('own_thread').state['" + name + "']['" + what + "']");
-    }
-
-    private static long python(String expression) {
-        try (PyObject v = Models.PY.eval(expression)) {
-            return v.asLong();
-        }
+        return Models.pyLong("__import__('own_thread').state['" + name + "']['" + what + "']");
     }
 
     private static float[] values(int caller, int call) {
@@ -149,7 +143,7 @@ class OwnThreadCallTest {
             assertThat(model.stats().answered()).isEqualTo(16 * 40);
             assertThat(count("mix", "most")).as("model calls at once").isBetween(1L, 2L);
             // the two model threads and at least one platform caller's own thread ran the model
-            assertThat(python("len(__import__('own_thread').state['mix']['threads'])")).isGreaterThan(2);
+            assertThat(Models.pyLong("len(__import__('own_thread').state['mix']['threads'])")).isGreaterThan(2);
         }
     }
 
@@ -326,7 +320,7 @@ class OwnThreadCallTest {
             }
             int exports = Dlpack.liveExports();
             long bytes = Dlpack.nativeBytesInUse();
-            long states = python("__import__('own_thread').thread_states()");
+            long states = Models.pyLong("__import__('own_thread').thread_states()");
             AtomicInteger wrong = new AtomicInteger();
             List<Future<?>> calls = new ArrayList<>();
             for (int c = 0; c < 50; c++) {
@@ -348,7 +342,7 @@ class OwnThreadCallTest {
             assertThat(wrong.get()).isZero();
             assertThat(model.stats().answered()).isEqualTo(10_000);
             // one a call would be 10,000 more; the model's four threads make theirs at their first calls
-            assertThat(python("__import__('own_thread').thread_states()")).as("Python thread states")
+            assertThat(Models.pyLong("__import__('own_thread').thread_states()")).as("Python thread states")
                     .isLessThanOrEqualTo(states + 4);
             Models.assertReleasedSince(exports, bytes);
         }

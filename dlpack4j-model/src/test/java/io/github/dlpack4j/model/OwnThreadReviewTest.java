@@ -161,20 +161,14 @@ class OwnThreadReviewTest {
     }
 
     private static long state(String name, String what) {
-        return python("__import__('own_review').state['" + name + "']['" + what + "']");
-    }
-
-    private static long python(String expression) {
-        try (PyObject v = Models.PY.eval(expression)) {
-            return v.asLong();
-        }
+        return Models.pyLong("__import__('own_review').state['" + name + "']['" + what + "']");
     }
 
     /** The arrays the models returned that are still alive (after Python's collector ran), looked at for up to 5 s. */
     private static long aliveOutputs() throws InterruptedException {
         long n = 0;
         for (int i = 0; i < 500; i++) {
-            n = python("__import__('own_review').alive()");
+            n = Models.pyLong("__import__('own_review').alive()");
             if (n == 0) {
                 return 0;
             }
@@ -392,7 +386,7 @@ class OwnThreadReviewTest {
                 assertThat(model.stats().answered()).isEqualTo(800);
                 assertThat(state(name, "most_threads")).isBetween(1L, 2L);
                 // some of them ran on their callers' threads (not only the two model threads)
-                assertThat(python("len(__import__('own_review').state['" + name + "']['idents'])")).isGreaterThan(2);
+                assertThat(Models.pyLong("len(__import__('own_review').state['" + name + "']['idents'])")).isGreaterThan(2);
             }
             Models.assertReleasedSince(exports, bytes);
         }
