@@ -253,9 +253,8 @@ public final class PythonModel implements AutoCloseable {
                 recorder.admitted();
                 recorder.waited(0);
                 Map<String, Tensor> answer;
-                depth[0]++;
                 try {
-                    answer = Worker.callOnce(call, signature, recorder, held, 1, -1, 0);
+                    answer = Worker.callOnce(call, signature, recorder, held, 1, -1, 0, depth);
                 } catch (RuntimeException | Error e) {
                     ModelTimeoutException late = late(admitted);
                     if (late == null) {
@@ -264,8 +263,6 @@ public final class PythonModel implements AutoCloseable {
                     }
                     late.addSuppressed(e); // a queued call's caller would have had its timeout before this
                     throw late;
-                } finally {
-                    depth[0]--;
                 }
                 ModelTimeoutException late = late(admitted);
                 if (late != null) {

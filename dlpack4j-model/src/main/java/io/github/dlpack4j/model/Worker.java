@@ -133,15 +133,12 @@ final class Worker implements Runnable {
             recorder.waited(wait);
         }
         Map<String, Tensor> answer;
-        int[] depth = callingHere.get(); // a call from inside this one runs on this thread, without batching
-        depth[0]++;
         try {
-            answer = callOnce(call, signature, recorder, r.inputs, r.rows, scheduler.batching() ? r.rows : -1, wait);
+            answer = callOnce(call, signature, recorder, r.inputs, r.rows, scheduler.batching() ? r.rows : -1, wait,
+                    callingHere.get());
         } catch (RuntimeException | Error e) {
             r.fail(e);
             return;
-        } finally {
-            depth[0]--;
         }
         r.answer(answer);
     }
@@ -153,21 +150,26 @@ final class Worker implements Runnable {
      * @param rows      the request's rows
      * @param checkRows the rows its outputs' dim 0 must have, or -1 (no batching)
      * @param wait      its queue wait, for the event
+     * @param depth     this thread's count of the model's calls running on it, raised while this one
+     *                  runs: a call the model makes back into itself runs here too ({@code PythonModel.predict})
      * @return the outputs, owned by the caller
      * @throws RuntimeException what failed the call (the model's error, an output that breaks the signature)
      */
     static Map<String, Tensor> callOnce(ModelCall call, Signature signature, Recorder recorder, List<Tensor> inputs,
-                                        long rows, long checkRows, long wait) {
+                                        long rows, long checkRows, long wait, int[] depth) {
         long start = System.nanoTime();
         ModelEvents.Batch event = new ModelEvents.Batch();
         event.begin();
         Map<String, Tensor> answer;
+        depth[0]++;
         try (ModelCall.Outputs out = call.call(inputs)) {
             signature.checkOutputs(out, checkRows);
             answer = answer(out, -1, 0);
         } catch (RuntimeException | Error e) {
             recorder.batch(event, rows, 1, wait, System.nanoTime() - start, false);
             throw e;
+        } finally {
+            depth[0]--;
         }
         recorder.batch(event, rows, 1, wait, System.nanoTime() - start, true);
         return answer;
