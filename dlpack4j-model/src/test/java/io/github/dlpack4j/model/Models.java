@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.List;
 
 import io.github.dlpack4j.Dlpack;
+import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 
@@ -165,6 +166,17 @@ final class Models {
             v[i] = caller * 100_000f + call * length + i;
         }
         return v;
+    }
+
+    /**
+     * {@return whether {@code model} answers call {@code call} of caller {@code caller} with its own
+     * {@code length} values ({@link #callValues}) doubled}
+     */
+    static boolean answersDoubled(PythonModel model, int caller, int call, int length) {
+        float[] v = callValues(caller, call, length);
+        try (Tensor x = Tensor.of(v, length); Tensor y = model.predict(x)) {
+            return java.util.Arrays.equals(y.toFloatArray(), doubled(v));
+        }
     }
 
     /** {@return each of {@code v} times two} */
