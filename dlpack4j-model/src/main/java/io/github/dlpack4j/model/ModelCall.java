@@ -33,16 +33,23 @@ final class ModelCall {
      * Java, once per thread, rather than through a Python thread-local on every call.
      */
     private final ThreadLocal<Boolean> prepared = new ThreadLocal<>();
+    /** The model's name, for errors. */
+    private final String name;
     /** The declared outputs' names, or null when the model's result names them. */
     private final List<String> outputNames;
+    /** The declared outputs' kinds, or null when undeclared (every output is a tensor). */
+    private final List<Signature.Kind> outputKinds;
     /**
      * torch's C Exchange API, when the model takes torch tensors: the inputs become torch tensors
      * in Java, without {@code torch.from_dlpack} in Python; null otherwise.
      */
     private final ExchangeApi torch;
 
-    private ModelCall(Python python, PyObject runner, List<String> outputNames, ExchangeApi torch) {
+    private ModelCall(Python python, String name, PyObject runner, List<String> outputNames,
+                      List<Signature.Kind> outputKinds, ExchangeApi torch) {
         this.python = python;
+        this.name = name;
+        this.outputKinds = outputKinds;
         this.runner = runner;
         this.entry = runner.callMethod("entry");
         this.outputNames = outputNames;
@@ -54,20 +61,23 @@ final class ModelCall {
      *
      * @param torchInputs whether the callable takes torch tensors rather than dlpack4j's Python tensors
      * @param outputNames the declared outputs' names, or null
+     * @param outputKinds the declared outputs' kinds, or null
      * @param batching    whether the model will run on batches (an exported program must then have a dynamic dim 0)
      * @throws io.github.dlpack4j.python.PythonException if Python cannot load it
      * @throws IllegalStateException if an exported program's dim 0 is static while batching is on
      */
     static ModelCall load(Python python, String name, ModelSource source, boolean torchInputs, List<String> outputNames,
-                          boolean batching) {
+                          List<Signature.Kind> outputKinds, boolean batching) {
         return python.withGil(() -> {
             try (PyObject helpers = helpers(python);
                  PyObject model = loadCallable(helpers, name, source, batching)) {
                 ExchangeApi torch = torchInputs ? torchExchangeApi(python) : null;
                 // Without torch's exchange API the Runner makes the torch tensors in Python.
+                boolean listOutput = outputKinds != null && outputKinds.size() == 1
+                        && outputKinds.getFirst() != Signature.Kind.TENSOR;
                 PyObject runner = helpers.callMethod("Runner", name, model, torchInputs && torch == null,
-                        outputNames);
-                return new ModelCall(python, runner, outputNames, torch);
+                        outputNames, listOutput);
+                return new ModelCall(python, name, runner, outputNames, outputKinds, torch);
             }
         });
     }
@@ -133,42 +143,56 @@ final class ModelCall {
     }
 
     /**
-     * Calls the model once, in one GIL scope: the inputs go to Python without a copy, the outputs
-     * come back imported through DLPack. The caller closes the outputs.
+     * Calls the model once, in one GIL scope: the tensor inputs go to Python without a copy, text
+     * inputs as lists of {@code str}; tensor outputs come back imported through DLPack, text and
+     * value outputs converted to Java ({@link Values}). The caller closes the outputs.
      *
-     * @param inputs the input tensors in the model's order
+     * @param inputs the inputs in the model's order: each a {@link Tensor} or {@link Signature.Texts}
      * @return the outputs, by name in the model's order
      * @throws io.github.dlpack4j.python.PythonException if the model raised
+     * @throws IllegalStateException if a text or value output is not a list of what it declares
      */
-    Outputs call(List<Tensor> inputs) {
+    Outputs call(List<Object> inputs) {
         return python.withGil(() -> {
             if (prepared.get() == null) {
                 runner.callMethod("prepare_thread").close();
                 prepared.set(Boolean.TRUE);
             }
             PyObject[] args = new PyObject[inputs.size()];
-            List<ManagedTensor> imported = new ArrayList<>();
+            List<Object> values = new ArrayList<>();
             try {
                 for (int i = 0; i < args.length; i++) {
-                    args[i] = torch != null ? torch.toPyObject(inputs.get(i)) : PythonDlpack.toPython(inputs.get(i));
+                    args[i] = switch (inputs.get(i)) {
+                        case Tensor t -> torch != null ? torch.toPyObject(t) : PythonDlpack.toPython(t);
+                        case Signature.Texts texts -> python.toPython(texts.rows());
+                        default -> throw new IllegalStateException("not an input: " + inputs.get(i));
+                    };
                 }
                 try (PyObject result = entry.call((Object[]) args)) {
                     if (outputNames != null && outputNames.size() == 1) { // the Runner returns it alone
-                        imported.add(PythonDlpack.fromDlpack(result));
-                        return new Outputs(outputNames, imported);
+                        values.add(output(outputNames.getFirst(), outputKinds.getFirst(), result));
+                        return new Outputs(outputNames, values);
                     }
                     if (outputNames != null) { // the values, in the declared order
-                        importEach(result, outputNames.size(), imported);
-                        return new Outputs(outputNames, imported);
+                        for (int j = 0; j < outputNames.size(); j++) {
+                            try (PyObject v = result.get(j)) {
+                                values.add(output(outputNames.get(j), outputKinds.get(j), v));
+                            }
+                        }
+                        return new Outputs(outputNames, values);
                     }
-                    try (PyObject values = result.get(1)) { // (names, values)
+                    try (PyObject all = result.get(1)) { // (names, values)
                         List<String> names = names(result);
-                        importEach(values, names.size(), imported);
-                        return new Outputs(names, imported);
+                        for (int j = 0; j < names.size(); j++) {
+                            try (PyObject v = all.get(j)) {
+                                values.add(PythonDlpack.fromDlpack(v));
+                            }
+                        }
+                        return new Outputs(names, values);
                     }
                 }
             } catch (RuntimeException | Error e) {
-                imported.forEach(ManagedTensor::close);
+                new Outputs(List.of(), values).close();
                 throw e;
             } finally {
                 for (PyObject a : args) {
@@ -180,13 +204,13 @@ final class ModelCall {
         });
     }
 
-    /** Imports the first {@code count} items of {@code values} into {@code imported}. */
-    private static void importEach(PyObject values, int count, List<ManagedTensor> imported) {
-        for (int j = 0; j < count; j++) {
-            try (PyObject v = values.get(j)) {
-                imported.add(PythonDlpack.fromDlpack(v));
-            }
-        }
+    /** One output: a tensor imported, or a text or value output's list converted. */
+    private Object output(String name, Signature.Kind kind, PyObject value) {
+        return switch (kind) {
+            case TENSOR -> PythonDlpack.fromDlpack(value);
+            case TEXT -> Values.texts(this.name, name, value);
+            case VALUE -> Values.values(this.name, name, value);
+        };
     }
 
     private static List<String> names(PyObject result) {
@@ -204,15 +228,25 @@ final class ModelCall {
     }
 
     /**
-     * A model call's outputs, imported: each closes the producer's tensor when its last view is closed.
+     * A model call's outputs: each an imported tensor ({@link ManagedTensor}, which closes the
+     * producer's tensor when its last view is closed) or a text or value output's list.
      *
-     * @param names   the outputs' names, in the model's order
-     * @param tensors the imported outputs, in the same order
+     * @param names  the outputs' names, in the model's order
+     * @param values the outputs, in the same order
      */
-    record Outputs(List<String> names, List<ManagedTensor> tensors) implements AutoCloseable {
+    record Outputs(List<String> names, List<Object> values) implements AutoCloseable {
+        /** {@return output {@code j}'s tensor; it must be a tensor output} */
+        Tensor tensor(int j) {
+            return ((ManagedTensor) values.get(j)).tensor();
+        }
+
         @Override
         public void close() {
-            tensors.forEach(ManagedTensor::close);
+            for (Object v : values) {
+                if (v instanceof ManagedTensor m) {
+                    m.close();
+                }
+            }
         }
     }
 }

@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -16,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.Tensor;
@@ -157,10 +159,10 @@ public final class PythonModel implements AutoCloseable {
      * @throws PythonException           if the model raised
      */
     public Tensor predict(Tensor input) {
-        List<TensorSpec> in = signature.inputs();
-        if (in.size() > 1 || signature.outputs().size() > 1) {
+        List<Signature.Port> in = signature.inputPorts();
+        if (in.size() > 1 || signature.outputPorts().size() > 1) {
             throw new IllegalArgumentException("model " + name + " has inputs " + names(in) + " and outputs "
-                    + names(signature.outputs()) + "; predict(Tensor) is for one input and one output: use predict(Map)");
+                    + names(signature.outputPorts()) + "; predict(Tensor) is for one input and one output: use predict(Map)");
         }
         Map<String, Tensor> out = predict(Map.of(in.isEmpty() ? "input" : in.getFirst().name(), input));
         if (out.size() != 1) {
@@ -171,8 +173,8 @@ public final class PythonModel implements AutoCloseable {
         return out.values().iterator().next();
     }
 
-    private static List<String> names(List<TensorSpec> specs) {
-        return specs.stream().map(TensorSpec::name).toList();
+    private static List<String> names(List<Signature.Port> ports) {
+        return ports.stream().map(Signature.Port::name).toList();
     }
 
     /**
@@ -200,11 +202,73 @@ public final class PythonModel implements AutoCloseable {
      * @throws PythonException           if the model raised
      */
     public Map<String, Tensor> predict(Map<String, ? extends Tensor> inputs) {
+        tensorsOnly("predict");
+        return call(inputs, ModelResult::takeTensors);
+    }
+
+    /**
+     * Runs the model on named inputs of any kind and waits for all its outputs: tensors, texts and
+     * values. It waits, gives up at an interrupt and fails as {@link #predict(Map)} does.
+     *
+     * {@snippet :
+     * try (PythonModel model = PythonModel.builder()
+     *         .source(code, "make")
+     *         .textInput("text")
+     *         .output("embedding", DataType.FLOAT32, -1, 384)
+     *         .valueOutput("tokens")
+     *         .batching(32, Duration.ofMillis(2))
+     *         .build();
+     *      ModelResult r = model.run(Map.of("text", List.of("a cat", "a kitten")))) {
+     *     float[] rows = r.tensor("embedding").toFloatArray();   // 2 x 384
+     *     List<Object> counts = r.values("tokens");              // one value a row
+     * }
+     * }
+     *
+     * @param inputs the inputs by name: a {@link Tensor} for a tensor input; a {@code String} (one
+     *               row) or a non-empty {@code List<String>} (a string a row) for a text input
+     * @return the outputs, owned by the caller, who closes the result (it closes its tensors)
+     * @throws IllegalArgumentException  if the inputs break the declared signature: a tensor for a
+     *                                   text input or text for a tensor input, an empty list, a null
+     *                                   string, a string with a lone surrogate, rows that differ
+     *                                   with batching
+     * @throws IllegalStateException     if the model is closed, or an output breaks the declared
+     *                                   signature (a text or value output with another number of rows
+     *                                   than the call's, or an item of a type it cannot carry)
+     * @throws ModelOverloadedException  if the queue is full
+     * @throws ModelTimeoutException     if the deadline passed
+     * @throws PythonException           if the model raised
+     */
+    public ModelResult run(Map<String, ?> inputs) {
+        return call(inputs, Function.identity());
+    }
+
+    /**
+     * Queues a call of inputs of any kind ({@link #run(Map)}) and returns at once, as {@link #submit} does.
+     *
+     * @param inputs the inputs by name: tensors, strings and lists of strings
+     * @return the outputs, owned by whoever takes them from the future and closes them
+     * @throws IllegalArgumentException if the inputs break the declared signature
+     * @throws IllegalStateException    if the model is closed
+     * @throws ModelOverloadedException if the queue is full
+     */
+    public CompletableFuture<ModelResult> runAsync(Map<String, ?> inputs) {
+        return admit(inputs, Function.identity());
+    }
+
+    /** Refuses {@code predict} and {@code submit} on a model with text or value outputs: they return tensors. */
+    private void tensorsOnly(String method) {
+        if (signature.hasListOutputs()) {
+            throw new IllegalArgumentException("model " + name + " has text or value outputs " + signature.outputPorts()
+                    + "; " + method + " returns tensors only: use run or runAsync");
+        }
+    }
+
+    private <A> A call(Map<String, ?> inputs, Function<ModelResult, A> shape) {
         int[] depth = callsHere && !Thread.currentThread().isVirtual() ? callingHere.get() : null;
         if (depth != null && depth[0] > 0) {
             // called back from inside its own call on this thread (a caller's or a model thread's):
             // that call's slot is this one's
-            return callHere(inputs, depth);
+            return shape.apply(callHere(inputs, depth));
         }
         if (onModelThread()) {
             throw new IllegalStateException("model " + name + ": predict on the model's own thread "
@@ -214,16 +278,16 @@ public final class PythonModel implements AutoCloseable {
         if (depth != null) {
             if (scheduler.nothingQueued() && !slots.hasQueuedThreads() && slots.tryAcquire()) {
                 try { // a worker waiting for a slot went first
-                    return callHere(inputs, depth);
+                    return shape.apply(callHere(inputs, depth));
                 } finally {
                     slots.release();
                 }
             }
         }
-        Request r = admit(inputs);
+        Request<A> r = admit(inputs, shape);
         // Alone in flight, its call runs at once.
         boolean alone = !scheduler.batching() && scheduler.inFlight() == 1;
-        List<Map<String, Tensor>> answer = new ArrayList<>(1);
+        List<A> answer = new ArrayList<>(1);
         // A caller inside a GIL scope lets it go: the workers need it to answer.
         python.allowThreads(() -> {
             if (alone) {
@@ -241,9 +305,11 @@ public final class PythonModel implements AutoCloseable {
      * once the model call is over, as {@link Request#timeOut} fails a queued call whose model call
      * ran past it (its outputs let go, counted as timed out while running).
      */
-    private Map<String, Tensor> callHere(Map<String, ? extends Tensor> inputs, int[] depth) {
+    private ModelResult callHere(Map<String, ?> inputs, int[] depth) {
         Objects.requireNonNull(inputs, "inputs");
-        List<Tensor> held = hold(signature.order(inputs));
+        List<Object> ordered = signature.order(inputs);
+        long listRows = Signature.textRows(ordered);
+        List<Object> held = hold(ordered);
         try {
             if (!enter()) {
                 throw new IllegalStateException("model " + name + " is closed");
@@ -252,9 +318,9 @@ public final class PythonModel implements AutoCloseable {
                 long admitted = System.nanoTime();
                 recorder.admitted();
                 recorder.waited(0);
-                Map<String, Tensor> answer;
+                ModelResult answer;
                 try {
-                    answer = Worker.callOnce(call, signature, recorder, held, 1, -1, 0, depth);
+                    answer = Worker.callOnce(call, signature, recorder, held, 1, -1, listRows, 0, depth);
                 } catch (RuntimeException | Error e) {
                     ModelTimeoutException late = late(admitted);
                     if (late == null) {
@@ -266,7 +332,7 @@ public final class PythonModel implements AutoCloseable {
                 }
                 ModelTimeoutException late = late(admitted);
                 if (late != null) {
-                    answer.values().forEach(Tensor::close);
+                    answer.close();
                     throw late;
                 }
                 recorder.answered();
@@ -275,7 +341,7 @@ public final class PythonModel implements AutoCloseable {
                 leave();
             }
         } finally {
-            held.forEach(Tensor::close);
+            Request.closeTensors(held);
         }
     }
 
@@ -335,7 +401,7 @@ public final class PythonModel implements AutoCloseable {
      * Waits for the answer of {@code r}, at most until its deadline (the deadline's timer may be
      * late: its own callbacks may hold it up).
      */
-    private Map<String, Tensor> await(Request r) {
+    private <A> A await(Request<A> r) {
         boolean interrupted = false;
         try {
             while (true) {
@@ -391,35 +457,40 @@ public final class PythonModel implements AutoCloseable {
      * @throws ModelOverloadedException if the queue is full
      */
     public CompletableFuture<Map<String, Tensor>> submit(Map<String, ? extends Tensor> inputs) {
-        return admit(inputs);
+        tensorsOnly("submit");
+        return admit(inputs, ModelResult::takeTensors);
     }
 
-    private Request admit(Map<String, ? extends Tensor> inputs) {
+    private <A> Request<A> admit(Map<String, ?> inputs, Function<ModelResult, A> shape) {
         Objects.requireNonNull(inputs, "inputs");
         if (closed.get()) {
             throw new IllegalStateException("model " + name + " is closed");
         }
-        List<Tensor> ordered = signature.order(inputs);
-        long rows = scheduler.batching() ? ordered.getFirst().shape()[0] : 1;
+        List<Object> ordered = signature.order(inputs);
+        long rows = scheduler.batching() ? Signature.rowsOf(ordered) : 1;
+        long listRows = scheduler.batching() ? rows : Signature.textRows(ordered);
         String key = scheduler.batching() ? Signature.batchKey(ordered) : null;
-        return scheduler.admit(hold(ordered), rows, key);
+        return scheduler.admit(hold(ordered), rows, listRows, key, shape);
     }
 
-    /** {@return the request's own handles of the inputs: a caller may close its tensors once its call is settled} */
-    private List<Tensor> hold(List<Tensor> ordered) {
-        List<Tensor> held = new ArrayList<>(ordered.size());
+    /**
+     * {@return the request's own handles of the inputs: a caller may close its tensors once its
+     * call is settled; text inputs as they are (their lists are the request's own copies)}
+     */
+    private List<Object> hold(List<Object> ordered) {
+        List<Object> held = new ArrayList<>(ordered.size());
         try {
-            for (Tensor t : ordered) {
-                held.add(t.share());
+            for (Object o : ordered) {
+                held.add(o instanceof Tensor t ? t.share() : o);
             }
         } catch (IllegalStateException e) {
-            held.forEach(Tensor::close);
+            Request.closeTensors(held);
             throw new IllegalArgumentException("model " + name + ": an input was closed while its call was admitted", e);
         } catch (RuntimeException | Error e) {
-            held.forEach(Tensor::close);
+            Request.closeTensors(held);
             throw e;
         }
-        return List.copyOf(held);
+        return Collections.unmodifiableList(held);
     }
 
     /**
@@ -476,14 +547,29 @@ public final class PythonModel implements AutoCloseable {
         return name;
     }
 
-    /** {@return the declared inputs, in the model's order; empty when none were declared} */
+    /** {@return the declared tensor inputs, in the model's order; empty when none were declared} */
     public List<TensorSpec> inputs() {
         return signature.inputs();
     }
 
-    /** {@return the declared outputs, in the model's order; empty when none were declared} */
+    /** {@return the declared text inputs' names, in the model's order; empty when none were declared} */
+    public List<String> textInputs() {
+        return Signature.names(signature.inputPorts(), Signature.Kind.TEXT);
+    }
+
+    /** {@return the declared tensor outputs, in the model's order; empty when none were declared} */
     public List<TensorSpec> outputs() {
         return signature.outputs();
+    }
+
+    /** {@return the declared text outputs' names, in the model's order; empty when none were declared} */
+    public List<String> textOutputs() {
+        return Signature.names(signature.outputPorts(), Signature.Kind.TEXT);
+    }
+
+    /** {@return the declared value outputs' names, in the model's order; empty when none were declared} */
+    public List<String> valueOutputs() {
+        return Signature.names(signature.outputPorts(), Signature.Kind.VALUE);
     }
 
     /** {@return the requests waiting in the queue now for a model call (not those running)} */
@@ -537,7 +623,7 @@ public final class PythonModel implements AutoCloseable {
         if (callsHere) { // the calls running on their callers' threads finish too
             python.allowThreads(() -> awaitSlots(until));
         }
-        for (Request r : scheduler.drain()) {
+        for (Request<?> r : scheduler.drain()) {
             r.fail(new IllegalStateException("model " + name + " was closed before this call could run"));
         }
     }
@@ -571,13 +657,15 @@ public final class PythonModel implements AutoCloseable {
      * outputs, batching, workers, queue and deadline.
      */
     public static final class Builder {
+        /** The warm-up's one row of a text input. */
+        private static final String WARM_UP_TEXT = "dlpack4j warm-up";
         private String name;
         private Python python;
         private ModelSource source;
         /** Whether a factory's or source's callable gets torch tensors ({@link #torchInputs()}). */
         private boolean torchInputs;
-        private final List<TensorSpec> inputs = new ArrayList<>();
-        private final List<TensorSpec> outputs = new ArrayList<>();
+        private final List<Signature.Port> inputs = new ArrayList<>();
+        private final List<Signature.Port> outputs = new ArrayList<>();
         private long maxBatchRows;
         private Duration maxDelay = Duration.ZERO;
         private int workers = 1;
@@ -693,7 +781,22 @@ public final class PythonModel implements AutoCloseable {
          * @return this builder
          */
         public Builder input(String name, DataType dtype, long... shape) {
-            inputs.add(spec(inputs, "input", name, dtype, shape));
+            inputs.add(port(inputs, "input", name, Signature.Kind.TENSOR, new TensorSpec(name, dtype, shape)));
+            return this;
+        }
+
+        /**
+         * Declares the next input as text, in the order the model takes its inputs: a string a row.
+         * A call gives it a {@code String} (one row) or a non-empty {@code List<String>}; the model
+         * gets a Python {@code list[str]} (UTF-8 both ways). With batching, the rows of the requests
+         * in a batch are concatenated into one list (in the order the requests were taken), and
+         * every input of a call has the same rows.
+         *
+         * @param name the input's name, the key of {@link PythonModel#run(Map)}
+         * @return this builder
+         */
+        public Builder textInput(String name) {
+            inputs.add(port(inputs, "input", name, Signature.Kind.TEXT, null));
             return this;
         }
 
@@ -706,15 +809,47 @@ public final class PythonModel implements AutoCloseable {
          * @return this builder
          */
         public Builder output(String name, DataType dtype, long... shape) {
-            outputs.add(spec(outputs, "output", name, dtype, shape));
+            outputs.add(port(outputs, "output", name, Signature.Kind.TENSOR, new TensorSpec(name, dtype, shape)));
             return this;
         }
 
-        private static TensorSpec spec(List<TensorSpec> declared, String what, String name, DataType dtype, long[] shape) {
+        /**
+         * Declares the next output as text: the model returns a list (or tuple) of {@code str}, one
+         * a row ({@link ModelResult#texts}). Its length must be the call's rows (with batching the
+         * batch's, else a text input's, if any); each call gets its own rows back.
+         *
+         * @param name the output's name
+         * @return this builder
+         */
+        public Builder textOutput(String name) {
+            outputs.add(port(outputs, "output", name, Signature.Kind.TEXT, null));
+            return this;
+        }
+
+        /**
+         * Declares the next output as values: the model returns a list (or tuple) with one
+         * JSON-like value a row ({@link ModelResult#values}): dict (str keys) → {@code Map<String,
+         * Object>} in order, list and tuple → {@code List<Object>}, str → {@code String}, int →
+         * {@code Long}, float → {@code Double}, bool → {@code Boolean}, None → {@code null};
+         * anything else (bytes, an int beyond 64 bits, a NumPy scalar, a tensor) fails the call
+         * with an {@link IllegalStateException} naming the output, the row and the Python type.
+         * Rows as for {@link #textOutput}.
+         *
+         * @param name the output's name
+         * @return this builder
+         */
+        public Builder valueOutput(String name) {
+            outputs.add(port(outputs, "output", name, Signature.Kind.VALUE, null));
+            return this;
+        }
+
+        private static Signature.Port port(List<Signature.Port> declared, String what, String name, Signature.Kind kind,
+                                           TensorSpec spec) {
+            Objects.requireNonNull(name, "name");
             if (declared.stream().anyMatch(s -> s.name().equals(name))) {
                 throw new IllegalArgumentException(what + " " + name + " is declared twice");
             }
-            return new TensorSpec(name, dtype, shape);
+            return new Signature.Port(name, kind, spec);
         }
 
         /**
@@ -818,7 +953,7 @@ public final class PythonModel implements AutoCloseable {
             String n = name != null ? name : source.defaultName();
             Signature signature = new Signature(n, inputs, outputs, maxBatchRows > 0);
             ModelCall call = ModelCall.load(python, n, source, torchInputs || source.torchInputs(),
-                    signature.outputNames(), maxBatchRows > 0);
+                    signature.outputNames(), signature.outputKinds(), maxBatchRows > 0);
             try {
                 if (!inputs.isEmpty()) {
                     warmUp(call, signature);
@@ -831,17 +966,19 @@ public final class PythonModel implements AutoCloseable {
         }
 
         private void warmUp(ModelCall call, Signature signature) {
-            Map<String, Tensor> zeros = new LinkedHashMap<>();
+            Map<String, Object> given = new LinkedHashMap<>();
             try {
-                for (TensorSpec s : inputs) {
-                    zeros.put(s.name(), Tensor.zeros(s.dtype(), s.warmUpShape()));
+                for (Signature.Port p : inputs) {
+                    given.put(p.name(), p.kind() == Signature.Kind.TEXT ? WARM_UP_TEXT
+                            : Tensor.zeros(p.spec().dtype(), p.spec().warmUpShape()));
                 }
-                List<Tensor> ordered = signature.order(zeros);
+                List<Object> ordered = signature.order(given);
                 try (ModelCall.Outputs out = call.call(ordered)) {
-                    signature.checkOutputs(out, maxBatchRows > 0 ? ordered.getFirst().shape()[0] : -1);
+                    signature.checkOutputs(out, maxBatchRows > 0 ? Signature.rowsOf(ordered) : -1,
+                            maxBatchRows > 0 ? Signature.rowsOf(ordered) : Signature.textRows(ordered));
                 }
             } finally {
-                zeros.values().forEach(Tensor::close);
+                Request.closeTensors(List.copyOf(given.values()));
             }
         }
     }

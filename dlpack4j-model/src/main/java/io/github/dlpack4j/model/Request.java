@@ -1,12 +1,12 @@
 package io.github.dlpack4j.model;
 
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 
 import io.github.dlpack4j.Tensor;
 
@@ -23,11 +23,15 @@ import io.github.dlpack4j.Tensor;
  * neither the stacking of a batch nor a model call on its memory. They are closed once the request
  * is settled and no worker {@linkplain #use() uses} them.
  */
-final class Request extends CompletableFuture<Map<String, Tensor>> {
-    /** The request's own handles of the inputs, in the model's order. */
-    final List<Tensor> inputs;
-    /** The call's rows (every input's dim 0) with batching; 1 without. */
+final class Request<A> extends CompletableFuture<A> {
+    /** The request's own handles of the inputs, in the model's order: each a {@link Tensor} or {@link Signature.Texts}. */
+    final List<Object> inputs;
+    /** The answer its caller takes from a call's result: the tensors ({@code predict}) or the result itself ({@code run}). */
+    private final Function<ModelResult, A> shape;
+    /** The call's rows (every input's dim 0, every text input's strings) with batching; 1 without. */
     final long rows;
+    /** The rows each text or value output must have: {@link #rows} with batching, else a text input's rows or -1. */
+    final long listRows;
     /** What requests stacked together share ({@link Signature#batchKey}); null without batching. */
     final String key;
     /** {@link System#nanoTime()} at admission. */
@@ -53,11 +57,15 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
 
     /**
      * @param inputs the request's own handles of the inputs, which it closes
+     * @param shape  what its caller gets of a call's result
      */
-    Request(Scheduler owner, List<Tensor> inputs, long rows, String key, long admitted, long timeoutNanos) {
+    Request(Scheduler owner, List<Object> inputs, long rows, long listRows, String key, Function<ModelResult, A> shape,
+            long admitted, long timeoutNanos) {
         this.owner = owner;
         this.inputs = inputs;
         this.rows = rows;
+        this.listRows = listRows;
+        this.shape = shape;
         this.key = key;
         this.admitted = admitted;
         this.hasDeadline = timeoutNanos > 0;
@@ -91,21 +99,30 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
     /** Lets go of a hold of the inputs; the last closes them. */
     void release() {
         if (holders.decrementAndGet() == 0) {
-            inputs.forEach(Tensor::close);
+            closeTensors(inputs);
+        }
+    }
+
+    /** Closes the tensors among a call's inputs. */
+    static void closeTensors(List<Object> inputs) {
+        for (Object o : inputs) {
+            if (o instanceof Tensor t) {
+                t.close();
+            }
         }
     }
 
     /** Answers the caller; outputs that come too late (timed out, cancelled, completed from outside) are closed. */
-    void answer(Map<String, Tensor> outputs) {
+    void answer(ModelResult outputs) {
         if (settled.compareAndSet(false, true)) {
             owner.recorder().answered();
             countSettled();
-            if (!super.complete(outputs)) {
-                outputs.values().forEach(Tensor::close);
+            if (!super.complete(shape.apply(outputs))) {
+                outputs.close();
             }
             done();
         } else {
-            outputs.values().forEach(Tensor::close);
+            outputs.close();
         }
     }
 
@@ -157,7 +174,7 @@ final class Request extends CompletableFuture<Map<String, Tensor>> {
      * as a cancel is, and a later answer is let go.
      */
     @Override
-    public boolean complete(Map<String, Tensor> value) {
+    public boolean complete(A value) {
         if (!settled.compareAndSet(false, true)) {
             return false;
         }

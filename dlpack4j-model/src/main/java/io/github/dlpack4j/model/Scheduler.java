@@ -11,8 +11,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
+import java.util.function.Function;
 
-import io.github.dlpack4j.Tensor;
 
 /**
  * A model's queue: admission (bounded, refusing at once when full or closed), deadlines, and the
@@ -44,7 +44,7 @@ final class Scheduler {
     private final Condition idle = lock.newCondition();
     /** Workers gathering a batch wait here for more requests, until the batch's delay is over. */
     private final Condition gathering = lock.newCondition();
-    private final ArrayDeque<Request> queue = new ArrayDeque<>();
+    private final ArrayDeque<Request<?>> queue = new ArrayDeque<>();
     /** The queue's size, written under the lock, read without it by {@link #nothingQueued()}. */
     private volatile int queued;
     /** Workers gathering a batch: written under the lock, read without it by {@link #unannounce()}. */
@@ -99,8 +99,8 @@ final class Scheduler {
      * @throws ModelOverloadedException if {@code maxQueue} requests wait already
      * @throws IllegalStateException    if the model is closed
      */
-    Request admit(List<Tensor> inputs, long rows, String key) {
-        Request r = new Request(this, inputs, rows, key, System.nanoTime(), timeoutNanos);
+    <A> Request<A> admit(List<Object> inputs, long rows, long listRows, String key, Function<ModelResult, A> shape) {
+        Request<A> r = new Request<>(this, inputs, rows, listRows, key, shape, System.nanoTime(), timeoutNanos);
         lock.lock();
         try {
             if (closed || queue.size() >= maxQueue) {
@@ -198,13 +198,13 @@ final class Scheduler {
     }
 
     /** The deadline of {@code r} passed: out of the queue if it waits there, and failed (unless settled). */
-    void expire(Request r) {
+    void expire(Request<?> r) {
         drop(r);
         r.timeOut(System.nanoTime());
     }
 
     /** Removes {@code r} from the queue, if it waits there. */
-    void drop(Request r) {
+    void drop(Request<?> r) {
         lock.lock();
         try {
             if (queue.remove(r)) {
@@ -245,12 +245,12 @@ final class Scheduler {
      *
      * @return the requests, in arrival order; null once the model is closed and its queue empty
      */
-    List<Request> next() {
+    List<Request<?>> next() {
         lookForWork();
         lock.lock();
         try {
             while (true) {
-                Request first;
+                Request<?> first;
                 while ((first = queue.pollFirst()) == null) {
                     if (closed) {
                         return null;
@@ -258,7 +258,7 @@ final class Scheduler {
                     idle.awaitUninterruptibly(); // only close stops a worker
                 }
                 queued = queue.size();
-                List<Request> batch = new ArrayList<>();
+                List<Request<?>> batch = new ArrayList<>();
                 claim(batch, first);
                 if (!batching() || first.rows >= maxBatchRows) {
                     return batch;
@@ -275,7 +275,7 @@ final class Scheduler {
     }
 
     /** Takes {@code r} into {@code batch}; the lock is held. */
-    private void claim(List<Request> batch, Request r) {
+    private void claim(List<Request<?>> batch, Request<?> r) {
         batch.add(r);
         r.claimed = true;
         claimed.incrementAndGet();
@@ -285,7 +285,7 @@ final class Scheduler {
     }
 
     /** Gathers requests into {@code batch} (of one request), as {@link #next()} says; the lock is held. */
-    private void gather(List<Request> batch) {
+    private void gather(List<Request<?>> batch) {
         gatherers++;
         try {
             while (true) {
@@ -293,13 +293,13 @@ final class Scheduler {
                 if (batch.isEmpty()) {
                     return;
                 }
-                Request first = batch.getFirst();
+                Request<?> first = batch.getFirst();
                 long rows = 0;
-                for (Request r : batch) {
+                for (Request<?> r : batch) {
                     rows += r.rows;
                 }
-                for (Iterator<Request> it = queue.iterator(); it.hasNext() && rows < maxBatchRows; ) {
-                    Request r = it.next();
+                for (Iterator<Request<?>> it = queue.iterator(); it.hasNext() && rows < maxBatchRows; ) {
+                    Request<?> r = it.next();
                     if (r.key.equals(first.key) && rows + r.rows <= maxBatchRows) {
                         it.remove();
                         queued = queue.size();
@@ -341,10 +341,10 @@ final class Scheduler {
     }
 
     /** {@return the requests still queued, removed from the queue: the close waited long enough} */
-    List<Request> drain() {
+    List<Request<?>> drain() {
         lock.lock();
         try {
-            List<Request> left = new ArrayList<>(queue);
+            List<Request<?>> left = new ArrayList<>(queue);
             queue.clear();
             queued = 0;
             return left;

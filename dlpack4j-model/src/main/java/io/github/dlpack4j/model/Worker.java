@@ -3,9 +3,11 @@ package io.github.dlpack4j.model;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.Semaphore;
 
 import io.github.dlpack4j.ManagedTensor;
@@ -52,7 +54,7 @@ final class Worker implements Runnable {
                 // A callback of a future runs on this thread and may leave it interrupted: only
                 // close stops a worker, so the status is cleared before each wait for a batch.
                 Thread.interrupted();
-                List<Request> batch = scheduler.next();
+                List<Request<?>> batch = scheduler.next();
                 if (batch == null) {
                     break;
                 }
@@ -78,17 +80,17 @@ final class Worker implements Runnable {
      * (a batch buffer that cannot be allocated, an output that cannot be sliced) fails the requests
      * of the batch still unsettled, and this thread goes on with the next batch.
      */
-    private void runHolding(List<Request> gathered) {
-        List<Request> held = new ArrayList<>(gathered.size());
+    private void runHolding(List<Request<?>> gathered) {
+        List<Request<?>> held = new ArrayList<>(gathered.size());
         try {
-            for (Request r : gathered) {
+            for (Request<?> r : gathered) {
                 if (r.use()) {
                     held.add(r);
                 }
             }
             run(held);
         } catch (Throwable t) {
-            for (Request r : held) {
+            for (Request<?> r : held) {
                 r.fail(t);
             }
         } finally {
@@ -96,10 +98,10 @@ final class Worker implements Runnable {
         }
     }
 
-    private void run(List<Request> gathered) {
+    private void run(List<Request<?>> gathered) {
         long now = System.nanoTime();
-        List<Request> batch = new ArrayList<>(gathered.size());
-        for (Request r : gathered) {
+        List<Request<?>> batch = new ArrayList<>(gathered.size());
+        for (Request<?> r : gathered) {
             if (r.expired(now)) {
                 r.timeOut(now); // dropped before its batch runs
             } else if (!r.settled()) {
@@ -111,7 +113,7 @@ final class Worker implements Runnable {
         if (batch.size() == 1) {
             runAlone(batch.getFirst(), false);
         } else if (!batch.isEmpty() && !runStacked(batch)) {
-            for (Request r : batch) { // again one by one: those settled meanwhile are done
+            for (Request<?> r : batch) { // again one by one: those settled meanwhile are done
                 long t = System.nanoTime();
                 if (r.expired(t)) {
                     r.timeOut(t);
@@ -127,15 +129,15 @@ final class Worker implements Runnable {
      *
      * @param rerun whether its stacked batch failed: its queue wait is recorded already
      */
-    private void runAlone(Request r, boolean rerun) {
+    private void runAlone(Request<?> r, boolean rerun) {
         long wait = System.nanoTime() - r.admitted;
         if (!rerun) {
             recorder.waited(wait);
         }
-        Map<String, Tensor> answer;
+        ModelResult answer;
         try {
-            answer = callOnce(call, signature, recorder, r.inputs, r.rows, scheduler.batching() ? r.rows : -1, wait,
-                    callingHere.get());
+            answer = callOnce(call, signature, recorder, r.inputs, r.rows, scheduler.batching() ? r.rows : -1,
+                    r.listRows, wait, callingHere.get());
         } catch (RuntimeException | Error e) {
             r.fail(e);
             return;
@@ -148,23 +150,24 @@ final class Worker implements Runnable {
      * its run time): a worker's, or a caller's on its own thread.
      *
      * @param rows      the request's rows
-     * @param checkRows the rows its outputs' dim 0 must have, or -1 (no batching)
+     * @param checkRows the rows its tensor outputs' dim 0 must have, or -1 (no batching)
+     * @param listRows  the rows its text and value outputs must have, or -1 (unknown)
      * @param wait      its queue wait, for the event
      * @param depth     this thread's count of the model's calls running on it, raised while this one
      *                  runs: a call the model makes back into itself runs here too ({@code PythonModel.predict})
      * @return the outputs, owned by the caller
      * @throws RuntimeException what failed the call (the model's error, an output that breaks the signature)
      */
-    static Map<String, Tensor> callOnce(ModelCall call, Signature signature, Recorder recorder, List<Tensor> inputs,
-                                        long rows, long checkRows, long wait, int[] depth) {
+    static ModelResult callOnce(ModelCall call, Signature signature, Recorder recorder, List<Object> inputs,
+                                long rows, long checkRows, long listRows, long wait, int[] depth) {
         long start = System.nanoTime();
         ModelEvents.Batch event = new ModelEvents.Batch();
         event.begin();
-        Map<String, Tensor> answer;
+        ModelResult answer;
         depth[0]++;
         try (ModelCall.Outputs out = call.call(inputs)) {
-            signature.checkOutputs(out, checkRows);
-            answer = answer(out, -1, 0);
+            signature.checkOutputs(out, checkRows, listRows);
+            answer = answer(out, signature.outputKinds(), -1, 0);
         } catch (RuntimeException | Error e) {
             recorder.batch(event, rows, 1, wait, System.nanoTime() - start, false);
             throw e;
@@ -177,16 +180,30 @@ final class Worker implements Runnable {
 
     /**
      * A request's outputs: owning handles of rows {@code from} to {@code from + rows} of each
-     * output, or of the whole output when {@code from} is -1. The model's memory is released when
-     * the last handle is closed.
+     * tensor output, and those rows of each text and value output; the whole outputs when
+     * {@code from} is -1. The model's memory is released when the last handle is closed.
      */
-    private static Map<String, Tensor> answer(ModelCall.Outputs out, long from, long rows) {
-        Map<String, Tensor> answer = new LinkedHashMap<>();
-        for (int j = 0; j < out.names().size(); j++) {
-            Tensor t = out.tensors().get(j).tensor();
-            answer.put(out.names().get(j), from < 0 ? t.share() : t.slice(0, from, from + rows, 1).share());
+    private static ModelResult answer(ModelCall.Outputs out, List<Signature.Kind> kinds, long from, long rows) {
+        Map<String, Object> answer = new LinkedHashMap<>();
+        Set<String> texts = new HashSet<>();
+        try {
+            for (int j = 0; j < out.names().size(); j++) {
+                String name = out.names().get(j);
+                if (out.values().get(j) instanceof List<?> list) {
+                    answer.put(name, from < 0 ? list : Values.rows(list, from, rows));
+                    if (kinds.get(j) == Signature.Kind.TEXT) {
+                        texts.add(name);
+                    }
+                } else {
+                    Tensor t = out.tensor(j);
+                    answer.put(name, from < 0 ? t.share() : t.slice(0, from, from + rows, 1).share());
+                }
+            }
+        } catch (RuntimeException | Error e) {
+            new ModelResult(answer, texts).close();
+            throw e;
         }
-        return answer;
+        return new ModelResult(answer, texts);
     }
 
     /**
@@ -194,15 +211,15 @@ final class Worker implements Runnable {
      *
      * @return false if the call failed: its requests are then still to answer
      */
-    private boolean runStacked(List<Request> batch) {
+    private boolean runStacked(List<Request<?>> batch) {
         long start = System.nanoTime();
         long longestWait = start - batch.getFirst().admitted;
         long rows = 0;
-        for (Request r : batch) {
+        for (Request<?> r : batch) {
             recorder.waited(start - r.admitted);
             rows += r.rows;
         }
-        List<Tensor> inputs = stack(batch, rows);
+        List<Object> inputs = stack(batch, rows);
         ModelEvents.Batch event = new ModelEvents.Batch();
         event.begin();
         ModelCall.Outputs out;
@@ -214,7 +231,7 @@ final class Worker implements Runnable {
         }
         try (out) {
             try {
-                signature.checkOutputs(out, rows);
+                signature.checkOutputs(out, rows, rows);
             } catch (IllegalStateException e) {
                 recorder.batch(event, rows, batch.size(), longestWait, System.nanoTime() - start, false);
                 return false;
@@ -222,26 +239,36 @@ final class Worker implements Runnable {
             recorder.batch(event, rows, batch.size(), longestWait, System.nanoTime() - start, true);
             retireAliasedBuffers(out);
             long from = 0;
-            for (Request r : batch) {
-                r.answer(answer(out, from, r.rows));
+            for (Request<?> r : batch) {
+                r.answer(answer(out, signature.outputKinds(), from, r.rows));
                 from += r.rows;
             }
         }
         return true;
     }
 
-    /** The batch's inputs: each request's rows copied, one after the other, into this worker's buffers. */
-    private List<Tensor> stack(List<Request> batch, long rows) {
+    /**
+     * The batch's inputs: each request's rows of a tensor input copied, one after the other, into
+     * this worker's buffers; a text input's rows concatenated into one list.
+     */
+    private List<Object> stack(List<Request<?>> batch, long rows) {
         int count = batch.getFirst().inputs.size();
-        List<Tensor> inputs = new ArrayList<>(count);
+        List<Object> inputs = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
-            Tensor like = batch.getFirst().inputs.get(i);
+            if (!(batch.getFirst().inputs.get(i) instanceof Tensor like)) {
+                List<String> texts = new ArrayList<>((int) rows);
+                for (Request<?> r : batch) {
+                    texts.addAll(((Signature.Texts) r.inputs.get(i)).rows());
+                }
+                inputs.add(new Signature.Texts(texts));
+                continue;
+            }
             Tensor buffer = buffer(i, like);
             int input = i;
             buffer.withData(dst -> {
                 long at = 0;
-                for (Request r : batch) {
-                    at += copyInto(r.inputs.get(input), dst, at);
+                for (Request<?> r : batch) {
+                    at += copyInto((Tensor) r.inputs.get(input), dst, at);
                 }
                 return null;
             });
@@ -295,8 +322,8 @@ final class Worker implements Runnable {
             }
             long lo = b.dataPointer();
             long hi = lo + b.withData(MemorySegment::byteSize);
-            for (ManagedTensor m : out.tensors()) {
-                long p = m.tensor().dataPointer();
+            for (Object o : out.values()) {
+                long p = o instanceof ManagedTensor m ? m.tensor().dataPointer() : -1;
                 if (p >= lo && p < hi) {
                     b.close();
                     buffers.set(i, null);

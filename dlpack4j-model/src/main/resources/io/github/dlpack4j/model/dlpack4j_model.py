@@ -55,12 +55,15 @@ class Runner:
     ``outputs`` is the declared output names, or None: then a single result is ``output``, a
     tuple's items ``output0``, ``output1``, ..., and a dict keeps its keys, and a call returns
     (names, values). With outputs declared a call returns the values in their order, and with one
-    declared output that output alone (Java knows the names)."""
+    declared output that output alone (Java knows the names). ``list_output`` says that the one
+    declared output is text or values, itself a list (one item a row): the model's result is then
+    that list, or a dict holding it by name. Text inputs come as lists of str and are not converted."""
 
-    def __init__(self, name, model, torch_inputs, outputs):
+    def __init__(self, name, model, torch_inputs, outputs, list_output=False):
         self.name = name
         self.model = model
         self.outputs = outputs
+        self.list_output = bool(list_output)
         # The model's framework is torch when loading it imported torch.
         self.torch = sys.modules.get("torch")
         self.convert = self.torch.from_dlpack if torch_inputs else None
@@ -94,10 +97,14 @@ class Runner:
         guard = self.inference_mode
         guard_args = self.inference_mode_args
         named = self.named
+        list_output = self.list_output
+        only = self.outputs[0]
 
         def call(*args: object) -> object:
             with guard(*guard_args):
                 result = model(*args)
+            if list_output:
+                return result[only] if isinstance(result, dict) and only in result else result
             if isinstance(result, (dict, tuple, list)):
                 return named(result)[1][0]
             return result
@@ -112,7 +119,7 @@ class Runner:
 
     def __call__(self, *args):
         if self.convert is not None:
-            args = [self.convert(a) for a in args]
+            args = [a if isinstance(a, list) else self.convert(a) for a in args]
         if self.torch is None:
             result = self.model(*args)
         else:
@@ -123,6 +130,9 @@ class Runner:
                 result = self.model(*args)
         if self.outputs is None:
             return self.named(result)
+        if self.list_output:
+            only = self.outputs[0]
+            return result[only] if isinstance(result, dict) and only in result else result
         values = self.named(result)[1]
         return values[0] if len(self.outputs) == 1 else values
 

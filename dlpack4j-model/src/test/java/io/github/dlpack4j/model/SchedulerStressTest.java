@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -18,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.Dlpack;
@@ -251,8 +253,8 @@ class SchedulerStressTest {
         List<Thread> threads = new ArrayList<>();
         for (int w = 0; w < workers; w++) {
             threads.add(Thread.ofPlatform().start(() -> {
-                for (List<Request> batch; (batch = scheduler.next()) != null; ) {
-                    batch.forEach(r -> r.answer(Map.of()));
+                for (List<Request<?>> batch; (batch = scheduler.next()) != null; ) {
+                    batch.forEach(r -> r.answer(new ModelResult(Map.of(), Set.of())));
                 }
             }));
         }
@@ -264,7 +266,7 @@ class SchedulerStressTest {
             calling.add(Thread.ofPlatform().start(() -> {
                 ThreadLocalRandom rnd = ThreadLocalRandom.current();
                 while (System.nanoTime() < until) {
-                    Request r = scheduler.admit(List.of(), 1, null);
+                    Request<ModelResult> r = scheduler.admit(List.of(), 1, -1, null, Function.identity());
                     long give = System.nanoTime() + 5_000_000_000L;
                     while (!r.isDone() && System.nanoTime() - give < 0) { // not parked: calls again at once
                         Thread.onSpinWait();
