@@ -1,9 +1,5 @@
 package io.github.dlpack4j.model;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -114,32 +110,7 @@ final class ModelCall {
 
     /** The helper module, run once per interpreter (the caller holds the GIL). */
     private static PyObject helpers(Python python) {
-        try (PyObject sys = python.importModule("sys");
-             PyObject modules = sys.attr("modules");
-             PyObject present = modules.callMethod("__contains__", HELPERS)) {
-            if (!present.asBoolean()) {
-                try (PyObject types = python.importModule("types");
-                     PyObject builtins = python.importModule("builtins");
-                     PyObject module = types.callMethod("ModuleType", HELPERS);
-                     PyObject namespace = module.attr("__dict__");
-                     PyObject code = builtins.callMethod("compile", resource(), HELPERS + ".py", "exec");
-                     PyObject ignored = builtins.callMethod("exec", code, namespace)) {
-                    modules.callMethod("__setitem__", HELPERS, module).close();
-                }
-            }
-            return modules.get(HELPERS);
-        }
-    }
-
-    private static String resource() {
-        try (InputStream in = ModelCall.class.getResourceAsStream(HELPERS + ".py")) {
-            if (in == null) {
-                throw new IllegalStateException(HELPERS + ".py is missing from dlpack4j-model's jar");
-            }
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return PythonModules.module(python, HELPERS);
     }
 
     /**
