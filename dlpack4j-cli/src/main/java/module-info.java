@@ -5,6 +5,7 @@
 module io.github.dlpack4j.cli {
     requires io.github.dlpack4j.python;
     requires io.github.dlpack4j.image;
+    requires io.github.dlpack4j.model;
     // Optional: doctor and bench report ONNX Runtime when it is there (--add-modules on the module path).
     requires static io.github.dlpack4j.onnxruntime;
     requires info.picocli;

@@ -3,6 +3,9 @@ package io.github.dlpack4j.cli;
 import io.github.dlpack4j.Dlpack;
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
+import io.github.dlpack4j.model.ModelResult;
+import io.github.dlpack4j.model.PythonModel;
+import io.github.dlpack4j.model.SentenceTransformers;
 import io.github.dlpack4j.python.ImportPath;
 import io.github.dlpack4j.python.ImportRequest;
 import io.github.dlpack4j.python.PyObject;
@@ -10,7 +13,11 @@ import io.github.dlpack4j.python.Python;
 import io.github.dlpack4j.python.PythonDlpack;
 import java.io.PrintWriter;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -19,7 +26,8 @@ import picocli.CommandLine.Spec;
 /**
  * {@code dlpack4j demo}: a Java tensor through DLPack and back, then (with a usable Python) a torch
  * tensor and a NumPy array shared with Java, a Java tensor shared with numpy, torch and jax, the
- * route of each exchange, and the cost of one exchange measured now.
+ * route of each exchange, the cost of one exchange measured now, and (with sentence-transformers and
+ * the model {@code scripts/minilm} makes) three sentences embedded in Java and their similarities.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = {"Shows tensors crossing between Java and numpy, torch and jax without a copy: the same",
@@ -89,10 +97,46 @@ final class DemoCommand implements Callable<Integer> {
                 importIntoJava(step++, "NumPy array", "import numpy\nt = numpy.arange(6, dtype=numpy.float32).reshape(2, 3)",
                         "t", "t.ctypes.data");
                 exportToPython(step++);
-                cost(step);
+                cost(step++);
             } else {
-                skipped(step, "numpy");
+                skipped(step++, "numpy");
             }
+            embeddings(step);
+        }
+
+        /**
+         * Strings in, embeddings out: a real sentence-embedding model (all-MiniLM-L6-v2, made by
+         * {@code scripts/minilm}; its directory in {@code DLPACK4J_MINILM} or {@code -Ddlpack4j.minilm})
+         * run by sentence-transformers in this JVM, three sentences' similarities computed in Java.
+         */
+        private void embeddings(int step) {
+            out.println();
+            String dir = System.getProperty("dlpack4j.minilm", System.getenv("DLPACK4J_MINILM"));
+            if (!installed("sentence_transformers") || dir == null || !Files.isDirectory(Path.of(dir))) {
+                out.printf("%d. Text embeddings: skipped (%s): scripts/demo makes all-MiniLM-L6-v2 with scripts/minilm"
+                        + " and sets DLPACK4J_MINILM%n", step, !installed("sentence_transformers")
+                        ? "sentence-transformers is not installed in " + py.executable() : "no model directory in DLPACK4J_MINILM");
+                return;
+            }
+            out.printf("%d. Strings in, embeddings out: all-MiniLM-L6-v2 run by sentence-transformers in this JVM%n", step);
+            List<String> sentences = List.of("A cat sits on the mat", "A kitten rests on a rug",
+                    "The stock market fell sharply today");
+            try (PythonModel model = SentenceTransformers.embeddings(Path.of(dir)).python(py).build()) {
+                long start = System.nanoTime();
+                try (ModelResult r = model.run(Map.of(SentenceTransformers.TEXT, sentences))) {
+                    long micros = (System.nanoTime() - start) / 1_000;
+                    Tensor e = r.tensor(SentenceTransformers.EMBEDDING);
+                    float[] v = e.toFloatArray();
+                    int dim = (int) e.shape()[1];
+                    out.printf("   model.run(Map.of(\"text\", 3 sentences)): %s %s in %,d us, %s tokens%n", e.dtype(),
+                            Arrays.toString(e.shape()), micros, r.values(SentenceTransformers.TOKENS));
+                    for (int[] pair : new int[][] {{0, 1}, {0, 2}, {1, 2}}) {
+                        out.printf("   cosine %-26s %-40s %.2f%n", quoted(sentences.get(pair[0])), quoted(sentences.get(pair[1])),
+                                cosine(v, pair[0] * dim, pair[1] * dim, dim));
+                    }
+                }
+            }
+            out.println("   a cat and a kitten close, a stock market far: docs/text-models.md for LangChain4j and Spring AI");
         }
 
         private boolean installed(String module) {
@@ -179,6 +223,23 @@ final class DemoCommand implements Callable<Integer> {
             case DLPACK_LEGACY_RETRY -> "DLPACK_LEGACY_RETRY: __dlpack__ refused max_version, called again without it ("
                     + struct + ")";
         };
+    }
+
+    private static String quoted(String s) {
+        return "\"" + s + "\"";
+    }
+
+    /** {@return the cosine of rows at {@code a} and {@code b} of {@code v}, {@code n} elements each} */
+    private static double cosine(float[] v, int a, int b, int n) {
+        double dot = 0;
+        double na = 0;
+        double nb = 0;
+        for (int i = 0; i < n; i++) {
+            dot += (double) v[a + i] * v[b + i];
+            na += (double) v[a + i] * v[a + i];
+            nb += (double) v[b + i] * v[b + i];
+        }
+        return dot / Math.sqrt(na * nb);
     }
 
     private static String same(long a, long b) {

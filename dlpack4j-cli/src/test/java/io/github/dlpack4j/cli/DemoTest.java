@@ -9,9 +9,19 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 class DemoTest {
+    /** The demo's one run, which both tests read. */
+    private static Cli demo;
+
+    private static synchronized Cli demo() {
+        if (demo == null) {
+            demo = Cli.run("demo");
+        }
+        return demo;
+    }
+
     @Test
     void theDemoShowsTheSameAddressesOnBothSidesTheRoutesAndPythonSeeingJavasWrites() {
-        Cli r = Cli.run("demo");
+        Cli r = demo();
         assertThat(r.exitCode()).as(r.err()).isZero();
         String out = r.out();
         assertThat(out).contains("(the same memory, no copy)", "the deleter ran exactly once (live exports: 0");
@@ -35,6 +45,24 @@ class DemoTest {
                 .containsPattern("the same in a GIL scope \\(numpy\\) +\\d+ ns   Python: numpy.from_dlpack\\(ndarray\\) +\\d+ ns   ratio \\d+\\.\\d\\dx")
                 .contains(Exchange.ADVICE);
         assertThat(Dlpack.liveExports()).isZero();
+    }
+
+    @Test
+    void theDemoEmbedsThreeSentencesAndACatIsCloserToAKittenThanToAStockMarket() {
+        Cli r = demo();
+        assertThat(r.exitCode()).as(r.err()).isZero();
+        String out = r.out();
+        assertThat(out).contains("Strings in, embeddings out: all-MiniLM-L6-v2")
+                .containsPattern("float32 \\[3, 384\\] in [\\d,]+ us, \\[\\d+, \\d+, \\d+\\] tokens");
+        double catKitten = cosine(out, "\"A cat sits on the mat\" +\"A kitten rests on a rug\"");
+        double catMarket = cosine(out, "\"A cat sits on the mat\" +\"The stock market fell sharply today\"");
+        assertThat(catKitten).isGreaterThan(0.5).isGreaterThan(catMarket + 0.3);
+    }
+
+    private static double cosine(String out, String pair) {
+        var m = Pattern.compile("cosine " + pair + " +(\\d\\.\\d\\d)").matcher(out);
+        assertThat(m.find()).as(out).isTrue();
+        return Double.parseDouble(m.group(1));
     }
 
     private static List<String> addresses(String text) {

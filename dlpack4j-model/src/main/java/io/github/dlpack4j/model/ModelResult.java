@@ -135,7 +135,11 @@ public final class ModelResult implements AutoCloseable {
         return new IllegalArgumentException("output " + name + " is " + is + ", not a " + wanted + " output");
     }
 
-    /** {@return the tensor outputs by name, in the model's order, handed over: closing this result no longer closes them} */
+    /**
+     * {@return the tensor outputs by name, in the model's order: the same tensors, for a caller of
+     * {@code predict} who owns them from now on (this result is then dropped unclosed; closing it
+     * instead closes them)}
+     */
     Map<String, Tensor> takeTensors() {
         Map<String, Tensor> tensors = new LinkedHashMap<>();
         outputs.forEach((n, o) -> {
@@ -143,7 +147,6 @@ public final class ModelResult implements AutoCloseable {
                 tensors.put(n, t);
             }
         });
-        closed.set(true);
         return tensors;
     }
 
