@@ -47,6 +47,9 @@ SNIPPET_SOURCES = (
     "dlpack4j-arrow/src/main/java/io/github/dlpack4j/arrow/ArrowTensors.java",
     "dlpack4j-image/src/main/java/io/github/dlpack4j/image/ImageTensors.java",
     "dlpack4j-model/src/main/java/io/github/dlpack4j/model/PythonModel.java",
+    "dlpack4j-model/src/main/java/io/github/dlpack4j/model/ModelResult.java",
+    "dlpack4j-model/src/main/java/io/github/dlpack4j/model/SentenceTransformers.java",
+    "dlpack4j-langchain4j/src/main/java/io/github/dlpack4j/langchain4j/PythonEmbeddingModel.java",
 )
 # What a statement block sees, per reactor module (a module not in the reactor adds nothing).
 MODULE_IMPORTS = {
@@ -61,6 +64,13 @@ MODULE_IMPORTS = {
     "dlpack4j-onnxruntime": ("io.github.dlpack4j.onnxruntime", "ai.onnxruntime"),
     "dlpack4j-image": ("io.github.dlpack4j.image", "java.awt.image", "javax.imageio", "java.nio.file"),
     "dlpack4j-model": ("io.github.dlpack4j.model", "java.time", "java.util.concurrent", "java.nio.file"),
+    "dlpack4j-langchain4j": (
+        "io.github.dlpack4j.langchain4j",
+        "dev.langchain4j.data.embedding",
+        "dev.langchain4j.data.segment",
+        "dev.langchain4j.model.output",
+        "dev.langchain4j.store.embedding",
+    ),
     # Spring's annotations are imported by name in the samples (compilation units).
     "dlpack4j-spring-boot-starter": ("io.github.dlpack4j.spring",),
     # DJL's ai.djl.ndarray.types.DataType clashes with ours: samples import DJL's types by name.

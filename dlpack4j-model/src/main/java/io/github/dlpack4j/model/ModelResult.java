@@ -18,9 +18,10 @@ import io.github.dlpack4j.Tensor;
  * values are plain Java objects, readable after close.
  *
  * {@snippet :
- * try (ModelResult r = model.run(Map.of("text", List.of("a cat", "a kitten")))) {
- *     float[] embeddings = r.tensor("embedding").toFloatArray();
- *     List<Object> tokens = r.values("tokens");
+ * try (PythonModel model = SentenceTransformers.embeddings(Path.of("all-MiniLM-L6-v2")).build();
+ *      ModelResult r = model.run(Map.of("text", List.of("a cat", "a kitten")))) {
+ *     float[] embeddings = r.tensor("embedding").toFloatArray();  // 2 x 384, row-major
+ *     List<Object> tokens = r.values("tokens");                  // [4L, 5L]
  * }
  * }
  */

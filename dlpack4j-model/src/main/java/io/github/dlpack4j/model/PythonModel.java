@@ -211,16 +211,20 @@ public final class PythonModel implements AutoCloseable {
      * values. It waits, gives up at an interrupt and fails as {@link #predict(Map)} does.
      *
      * {@snippet :
+     * String code = """
+     *         def make():
+     *             return lambda texts: {"upper": [t.upper() for t in texts], "length": [len(t) for t in texts]}
+     *         """;
      * try (PythonModel model = PythonModel.builder()
      *         .source(code, "make")
      *         .textInput("text")
-     *         .output("embedding", DataType.FLOAT32, -1, 384)
-     *         .valueOutput("tokens")
+     *         .textOutput("upper")
+     *         .valueOutput("length")
      *         .batching(32, Duration.ofMillis(2))
      *         .build();
      *      ModelResult r = model.run(Map.of("text", List.of("a cat", "a kitten")))) {
-     *     float[] rows = r.tensor("embedding").toFloatArray();   // 2 x 384
-     *     List<Object> counts = r.values("tokens");              // one value a row
+     *     List<String> upper = r.texts("upper");     // ["A CAT", "A KITTEN"]
+     *     List<Object> lengths = r.values("length");  // [5L, 8L]: one value a row
      * }
      * }
      *

@@ -47,6 +47,19 @@ def _torchvision_usable() -> None:
     _schemas.append(schemas)  # the library object keeps the schemas defined while it lives
 
 
+def _quietly(load: Callable[[], object]) -> object:
+    """``load()`` without transformers' progress bars (a service's log is no terminal); their setting is kept."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        return load()
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
 def _keep(model: object) -> int:
     with _lock:
         key = next(_keys)
@@ -70,7 +83,7 @@ def load_embedder(path: str, device: str) -> tuple[int, int, int]:
     _torchvision_usable()
     from sentence_transformers import SentenceTransformer
 
-    model = SentenceTransformer(path, device=device)
+    model = _quietly(lambda: SentenceTransformer(path, device=device))
     model.eval()
     return _keep(model), _dimension(model, path), int(model.max_seq_length or -1)
 
@@ -89,7 +102,7 @@ def load_cross_encoder(path: str, device: str) -> tuple[int, int]:
     _torchvision_usable()
     from sentence_transformers import CrossEncoder
 
-    model = CrossEncoder(path, device=device)
+    model = _quietly(lambda: CrossEncoder(path, device=device))
     model.eval()
     return _keep(model), int(getattr(model, "max_length", None) or -1)
 
