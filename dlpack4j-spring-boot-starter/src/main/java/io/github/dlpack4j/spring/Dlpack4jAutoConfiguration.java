@@ -20,9 +20,11 @@ import org.springframework.core.io.ResourceLoader;
 /**
  * Makes the {@code dlpack4j.*} properties into beans, when {@code dlpack4j-model} is on the class
  * path: the process's {@link Python}, one {@link PythonModel} per {@code dlpack4j.models.<name>}
- * entry (the bean named after the entry), the {@code dlpack4j} health indicator when Spring Boot's
- * health is there, each model's meters when Micrometer is, and a {@link org.springframework.context.SmartLifecycle}
- * that closes the models after the web server's graceful shutdown.
+ * entry (the bean named after the entry), with a {@link SentenceTransformersEmbeddingModel} beside
+ * each sentence-transformers model when Spring AI is there (the bean {@code <name>EmbeddingModel}),
+ * the {@code dlpack4j} health indicator when Spring Boot's health is there, each model's meters when
+ * Micrometer is, and a {@link org.springframework.context.SmartLifecycle} that closes the models
+ * after the web server's graceful shutdown.
  */
 @AutoConfiguration
 @ConditionalOnClass(PythonModel.class)
@@ -48,7 +50,8 @@ public class Dlpack4jAutoConfiguration {
     }
 
     /**
-     * Registers one {@link PythonModel} bean per {@code dlpack4j.models.<name>} entry.
+     * Registers one {@link PythonModel} bean per {@code dlpack4j.models.<name>} entry, and an
+     * {@code EmbeddingModel} beside each sentence-transformers one when Spring AI is on the class path.
      *
      * @param environment the application's environment, where the entries are
      * @return the registrar
@@ -58,7 +61,7 @@ public class Dlpack4jAutoConfiguration {
         return new PythonModelRegistrar(environment);
     }
 
-    @Bean
+    @Bean(PythonModelFactory.BEAN)
     PythonModelFactory dlpack4jModelFactory(Python python, ResourceLoader resources, Dlpack4jProperties properties) {
         return new PythonModelFactory(python, resources, properties);
     }

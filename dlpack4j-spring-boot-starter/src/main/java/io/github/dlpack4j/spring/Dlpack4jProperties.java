@@ -19,24 +19,31 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
 @ConfigurationProperties("dlpack4j")
 public record Dlpack4jProperties(String python, @DefaultValue Map<String, Model> models) {
     /**
-     * One model: exactly one of {@code torchscript}, {@code exported-program} or {@code factory}, and
-     * the settings that differ from {@link io.github.dlpack4j.model.PythonModel.Builder}'s defaults.
+     * One model: exactly one of {@code torchscript}, {@code exported-program}, {@code factory} or
+     * {@code sentence-transformers}, and the settings that differ from
+     * {@link io.github.dlpack4j.model.PythonModel.Builder}'s defaults.
      *
-     * @param torchscript     a TorchScript file ({@code torch.jit.save}): a path, or a {@code classpath:} resource
-     * @param exportedProgram an exported program ({@code torch.export.save}): a path, or a {@code classpath:} resource
-     * @param factory         a Python function that returns the model's callable, as {@code module:function}
-     * @param args            the factory's arguments, as strings
-     * @param torchInputs     whether the factory's callable gets torch tensors, made in Java through torch's C
-     *                        Exchange API, instead of dlpack4j's Python tensors (default false; TorchScript
-     *                        files and exported programs always get torch tensors)
-     * @param inputs          the declared inputs, in the order the model takes them
-     * @param outputs         the declared outputs, in the order the model returns them
-     * @param batching        dynamic batching; off unless {@code max-rows} is set
-     * @param workers         how many model calls may run at once (default 1)
-     * @param maxQueue        how many requests may wait before a call is refused (default 1000)
-     * @param timeout         a deadline per call, waiting and running together (default none)
+     * @param torchscript          a TorchScript file ({@code torch.jit.save}): a path, or a {@code classpath:} resource
+     * @param exportedProgram      an exported program ({@code torch.export.save}): a path, or a {@code classpath:} resource
+     * @param factory              a Python function that returns the model's callable, as {@code module:function}
+     * @param sentenceTransformers a sentence-transformers model's directory, for
+     *                             {@link io.github.dlpack4j.model.SentenceTransformers#embeddings}: a path, or a
+     *                             {@code classpath:} directory (one inside a jar is copied to a temp directory
+     *                             first); the model declares its own inputs and outputs, and with Spring AI on
+     *                             the class path an {@code EmbeddingModel} bean {@code <name>EmbeddingModel}
+     *                             comes beside it
+     * @param args                 the factory's arguments, as strings
+     * @param torchInputs          whether the factory's callable gets torch tensors, made in Java through torch's C
+     *                             Exchange API, instead of dlpack4j's Python tensors (default false; TorchScript
+     *                             files and exported programs always get torch tensors)
+     * @param inputs               the declared inputs, in the order the model takes them
+     * @param outputs              the declared outputs, in the order the model returns them
+     * @param batching             dynamic batching; off unless {@code max-rows} is set
+     * @param workers              how many model calls may run at once (default 1)
+     * @param maxQueue             how many requests may wait before a call is refused (default 1000)
+     * @param timeout              a deadline per call, waiting and running together (default none)
      */
-    public record Model(String torchscript, String exportedProgram, String factory, @DefaultValue List<String> args,
+    public record Model(String torchscript, String exportedProgram, String factory, String sentenceTransformers, @DefaultValue List<String> args,
                         @DefaultValue("false") boolean torchInputs, @DefaultValue List<Spec> inputs, @DefaultValue List<Spec> outputs, @DefaultValue Batching batching,
                         Integer workers, Integer maxQueue, Duration timeout) {
     }

@@ -1,13 +1,8 @@
 package io.github.dlpack4j.spring;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -15,32 +10,38 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BiConsumer;
+import java.util.function.Consumer;
+import java.util.function.IntConsumer;
 
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.model.PythonModel;
+import io.github.dlpack4j.model.SentenceTransformers;
 import io.github.dlpack4j.python.Python;
 
-import org.springframework.core.io.FileSystemResource;
-import org.springframework.core.io.Resource;
 import org.springframework.core.io.ResourceLoader;
 
 /**
  * Builds the {@link PythonModel} of one {@code dlpack4j.models.<name>} entry, checking each property
- * first: a bad one is a {@link ModelPropertyException} naming it and the fix.
+ * first: a bad one is a {@link ModelPropertyException} naming it and the fix. Closed with the
+ * context, after the models (each model bean depends on it), it deletes the temp copies of the
+ * models' files ({@link ModelFiles}).
  */
-final class PythonModelFactory {
+final class PythonModelFactory implements AutoCloseable {
+    /** The bean's name, on which each model bean depends. */
+    static final String BEAN = "dlpack4jModelFactory";
     static final String PREFIX = "dlpack4j.models.";
     /** The dtypes by their NumPy-style names ({@link DataType#toString()}). */
     private static final Map<String, DataType> DTYPES = dtypes();
 
     private final Python python;
-    private final ResourceLoader resources;
+    private final ModelFiles files;
     private final Map<String, Dlpack4jProperties.Model> models;
     private final Map<String, ModelListenerRelay> relays = new ConcurrentHashMap<>();
 
     PythonModelFactory(Python python, ResourceLoader resources, Dlpack4jProperties properties) {
         this.python = python;
-        this.resources = resources;
+        this.files = new ModelFiles(resources);
         this.models = properties.models();
     }
 
@@ -59,6 +60,12 @@ final class PythonModelFactory {
         return byName;
     }
 
+    /** Deletes the temp copies of the models' files. */
+    @Override
+    public void close() {
+        files.close();
+    }
+
     /** {@return the relay of the model {@code name}'s listener: the meters attach to it once bound} */
     ModelListenerRelay relay(String name) {
         return relays.computeIfAbsent(name, n -> new ModelListenerRelay());
@@ -73,13 +80,42 @@ final class PythonModelFactory {
     PythonModel create(String name) {
         Dlpack4jProperties.Model m = Objects.requireNonNull(models.get(name), name);
         String at = PREFIX + name + ".";
+        String source = source(at, m);
+        if (m.sentenceTransformers() != null) {
+            onlyTexts(at, m);
+            SentenceTransformers.Builder b = SentenceTransformers.embeddings(files.directory(source, m.sentenceTransformers(), name))
+                    .python(python).name(name).listener(relay(name));
+            runtime(at, m, b::batching, b::workers, b::maxQueue, b::timeout);
+            return b.build();
+        }
         PythonModel.Builder b = PythonModel.builder().name(name).python(python).listener(relay(name));
-        source(b, at, m);
+        if (m.torchscript() != null) {
+            b.torchScript(files.file(source, m.torchscript(), name));
+        } else if (m.exportedProgram() != null) {
+            b.exportedProgram(files.file(source, m.exportedProgram(), name));
+        } else {
+            int colon = m.factory().indexOf(':');
+            if (colon < 1 || colon == m.factory().length() - 1 || m.factory().indexOf(':', colon + 1) >= 0) {
+                throw new ModelPropertyException(source, m.factory(), "not module:function",
+                        "Set " + source + " to a module and its function, e.g. my_models:make_mlp.");
+            }
+            b.factory(m.factory().substring(0, colon), m.factory().substring(colon + 1), m.args().toArray());
+        }
         if (m.torchInputs()) {
             b.torchInputs();
         }
         specs(at + "inputs", m.inputs(), b::input);
         specs(at + "outputs", m.outputs(), b::output);
+        runtime(at, m, b::batching, b::workers, b::maxQueue, b::timeout);
+        return b.build();
+    }
+
+    /**
+     * Checks the settings of the runtime that every model has (batching, workers, queue, deadline)
+     * and gives those that are set to the model's builder, through its four setters.
+     */
+    private static void runtime(String at, Dlpack4jProperties.Model m, BiConsumer<Integer, Duration> batching,
+                                IntConsumer workers, IntConsumer maxQueue, Consumer<Duration> timeout) {
         if (m.batching().maxRows() != null) {
             if (m.batching().maxRows() < 1) {
                 throw new ModelPropertyException(at + "batching.max-rows", m.batching().maxRows(),
@@ -89,24 +125,23 @@ final class PythonModelFactory {
                 throw new ModelPropertyException(at + "batching.max-delay", m.batching().maxDelay(),
                         "a delay is zero or more", "Set " + at + "batching.max-delay to 0ms or more, e.g. 2ms.");
             }
-            b.batching(m.batching().maxRows(), m.batching().maxDelay());
+            batching.accept(m.batching().maxRows(), m.batching().maxDelay());
         }
         if (m.workers() != null) {
             atLeastOne(at + "workers", m.workers());
-            b.workers(m.workers());
+            workers.accept(m.workers());
         }
         if (m.maxQueue() != null) {
             atLeastOne(at + "max-queue", m.maxQueue());
-            b.maxQueue(m.maxQueue());
+            maxQueue.accept(m.maxQueue());
         }
         if (m.timeout() != null) {
             if (m.timeout().isNegative() || m.timeout().isZero()) {
                 throw new ModelPropertyException(at + "timeout", m.timeout(), "a deadline is more than zero",
                         "Set " + at + "timeout to more than zero, e.g. 500ms, or remove it for no deadline.");
             }
-            b.timeout(m.timeout());
+            timeout.accept(m.timeout());
         }
-        return b.build();
     }
 
     private static void atLeastOne(String property, int value) {
@@ -115,7 +150,8 @@ final class PythonModelFactory {
         }
     }
 
-    private void source(PythonModel.Builder b, String at, Dlpack4jProperties.Model m) {
+    /** {@return the full name of the entry's one source property, checked to be the only one} */
+    private static String source(String at, Dlpack4jProperties.Model m) {
         List<String> given = new ArrayList<>();
         if (m.torchscript() != null) {
             given.add(at + "torchscript");
@@ -126,53 +162,40 @@ final class PythonModelFactory {
         if (m.factory() != null) {
             given.add(at + "factory");
         }
-        String sources = at + "torchscript, " + at + "exported-program or " + at + "factory";
+        if (m.sentenceTransformers() != null) {
+            given.add(at + "sentence-transformers");
+        }
         if (given.isEmpty()) {
-            throw new ModelPropertyException(at + "torchscript", null, "the model has no source",
-                    "Set one of " + sources + ".");
+            throw new ModelPropertyException(at + "torchscript", null, "the model has no source", "Set one of " + at + "torchscript, "
+                    + at + "exported-program, " + at + "factory or " + at + "sentence-transformers.");
         }
         if (given.size() > 1) {
             throw new ModelPropertyException(given.get(1), String.join(", ", given), "the model has two sources",
                     "Keep one of " + String.join(" and ", given) + ".");
         }
-        if (m.torchscript() != null) {
-            b.torchScript(file(at + "torchscript", m.torchscript()));
-        } else if (m.exportedProgram() != null) {
-            b.exportedProgram(file(at + "exported-program", m.exportedProgram()));
-        } else {
-            int colon = m.factory().indexOf(':');
-            if (colon < 1 || colon == m.factory().length() - 1 || m.factory().indexOf(':', colon + 1) >= 0) {
-                throw new ModelPropertyException(at + "factory", m.factory(), "not module:function",
-                        "Set " + at + "factory to a module and its function, e.g. my_models:make_mlp.");
-            }
-            b.factory(m.factory().substring(0, colon), m.factory().substring(colon + 1), m.args().toArray());
+        if (m.factory() == null && !m.args().isEmpty()) {
+            throw new ModelPropertyException(at + "args", m.args(), "only a factory takes args",
+                    "Remove " + at + "args, or set " + at + "factory to the function that takes them.");
+        }
+        return given.getFirst();
+    }
+
+    /** Refuses the settings of a tensor model on a sentence-transformers model, which takes texts and declares its own outputs. */
+    private static void onlyTexts(String at, Dlpack4jProperties.Model m) {
+        String signature = "the model's input is its texts (" + SentenceTransformers.TEXT + "), its outputs the embeddings ("
+                + SentenceTransformers.EMBEDDING + ") and each text's token count (" + SentenceTransformers.TOKENS + ").";
+        declaresNothing(at + "inputs", m.inputs(), signature);
+        declaresNothing(at + "outputs", m.outputs(), signature);
+        if (m.torchInputs()) {
+            throw new ModelPropertyException(at + "torch-inputs", true, "a sentence-transformers model takes texts, not tensors",
+                    "Remove " + at + "torch-inputs: " + signature);
         }
     }
 
-    /** {@return the file at {@code location}: a path, or a {@code classpath:} resource (copied to a temp file when inside a jar)} */
-    private Path file(String property, String location) {
-        // A plain path is a file, relative to the working directory (a context's getResource reads it from the class path).
-        Resource r = location.startsWith(ResourceLoader.CLASSPATH_URL_PREFIX) || location.startsWith("file:")
-                ? resources.getResource(location) : new FileSystemResource(location);
-        if (!r.exists()) {
-            throw new ModelPropertyException(property, location, "no such file",
-                    "Set " + property + " to an existing file (a path, or classpath:name for a resource).");
-        }
-        try {
-            if (r.isFile()) {
-                return r.getFile().toPath();
-            }
-            String fileName = Objects.requireNonNullElse(r.getFilename(), "model");
-            Path dir = Files.createTempDirectory("dlpack4j-model");
-            Path copy = dir.resolve(fileName);
-            try (InputStream in = r.getInputStream()) {
-                Files.copy(in, copy, StandardCopyOption.REPLACE_EXISTING);
-            }
-            copy.toFile().deleteOnExit();
-            dir.toFile().deleteOnExit();
-            return copy;
-        } catch (IOException e) {
-            throw new UncheckedIOException("reading " + property + " = " + location, e);
+    private static void declaresNothing(String property, List<Dlpack4jProperties.Spec> specs, String signature) {
+        if (!specs.isEmpty()) {
+            throw new ModelPropertyException(property, String.join(", ", specs.stream().map(s -> String.valueOf(s.name())).toList()),
+                    "a sentence-transformers model declares its own inputs and outputs", "Remove " + property + ": " + signature);
         }
     }
 

@@ -5,41 +5,85 @@ import java.util.Map;
 import io.github.dlpack4j.model.PythonModel;
 
 import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.config.ConfigurableBeanFactory;
 import org.springframework.beans.factory.support.BeanDefinitionRegistry;
 import org.springframework.beans.factory.support.BeanDefinitionRegistryPostProcessor;
 import org.springframework.beans.factory.support.RootBeanDefinition;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.core.env.Environment;
+import org.springframework.util.ClassUtils;
 
 /**
  * Registers one {@link PythonModel} bean per {@code dlpack4j.models.<name>} entry, named after the
- * entry; {@link PythonModelFactory} builds it when the bean is made.
+ * entry; {@link PythonModelFactory} builds it when the bean is made. Beside the model of each
+ * {@code sentence-transformers} entry it registers Spring AI's {@code EmbeddingModel} as the bean
+ * {@code <name>EmbeddingModel}, when Spring AI is on the application's class path.
  */
 final class PythonModelRegistrar implements BeanDefinitionRegistryPostProcessor {
+    /** The class whose presence means that the application has Spring AI. */
+    static final String SPRING_AI = "org.springframework.ai.embedding.EmbeddingModel";
+    /** What an entry's name takes to name its {@code EmbeddingModel} bean. */
+    static final String EMBEDDING_MODEL = "EmbeddingModel";
+
     private final Environment environment;
 
     PythonModelRegistrar(Environment environment) {
         this.environment = environment;
     }
 
+    /** The one property of an entry that the registrar reads, to know its beans. */
+    record Source(String sentenceTransformers) {
+    }
+
     @Override
     public void postProcessBeanDefinitionRegistry(BeanDefinitionRegistry registry) {
-        Map<String, Object> entries = Binder.get(environment)
-                .bind("dlpack4j.models", Bindable.mapOf(String.class, Object.class))
-                .orElse(Map.of());
+        Binder binder = Binder.get(environment);
+        Map<String, Object> entries = binder.bind("dlpack4j.models", Bindable.mapOf(String.class, Object.class)).orElse(Map.of());
+        Map<String, Source> sources = binder.bind("dlpack4j.models", Bindable.mapOf(String.class, Source.class)).orElse(Map.of());
         BeanFactory beans = (BeanFactory) registry;
         for (String name : entries.keySet()) {
-            if (registry.containsBeanDefinition(name)) { // e.g. an entry named python: the interpreter's bean
-                throw new ModelPropertyException("dlpack4j.models." + name, null,
-                        "a bean named " + name + " exists already (" + registry.getBeanDefinition(name).getBeanClassName()
-                                + "), and each model's bean is named after its entry",
-                        "Rename the entry dlpack4j.models." + name + " (its bean and its meters' model tag take the new name).");
-            }
+            free(registry, name, name, "each model's bean is named after its entry");
             RootBeanDefinition model = new RootBeanDefinition(PythonModel.class,
                     () -> beans.getBean(PythonModelFactory.class).create(name));
             model.setDestroyMethodName("close");
+            model.setDependsOn(PythonModelFactory.BEAN); // which deletes the temp copies of its files after it closed
             registry.registerBeanDefinition(name, model);
+        }
+        if (!ClassUtils.isPresent(SPRING_AI, ((ConfigurableBeanFactory) registry).getBeanClassLoader())) {
+            return;
+        }
+        for (String name : entries.keySet()) {
+            Source s = sources.get(name);
+            if (s != null && s.sentenceTransformers() != null) {
+                String embeddingModel = name + EMBEDDING_MODEL;
+                free(registry, name, embeddingModel, "the EmbeddingModel bean of a sentence-transformers entry is named after it");
+                registry.registerBeanDefinition(embeddingModel, SpringAi.embeddingModel(beans, name));
+            }
+        }
+    }
+
+    /** Refuses a bean name that is taken (by the interpreter's bean, say, for an entry named python). */
+    private static void free(BeanDefinitionRegistry registry, String entry, String bean, String why) {
+        if (registry.containsBeanDefinition(bean)) {
+            throw new ModelPropertyException("dlpack4j.models." + entry, null,
+                    "a bean named " + bean + " exists already (" + registry.getBeanDefinition(bean).getBeanClassName()
+                            + "), and " + why,
+                    "Rename the entry dlpack4j.models." + entry + " (its beans and its meters' model tag take the new name).");
+        }
+    }
+
+    /** The only code that names Spring AI's types: loaded only when they are on the class path. */
+    private static final class SpringAi {
+        private SpringAi() {
+        }
+
+        /** {@return the definition of the {@link SentenceTransformersEmbeddingModel} over the model bean {@code model}} */
+        static RootBeanDefinition embeddingModel(BeanFactory beans, String model) {
+            RootBeanDefinition d = new RootBeanDefinition(SentenceTransformersEmbeddingModel.class,
+                    () -> new SentenceTransformersEmbeddingModel(beans.getBean(model, PythonModel.class)));
+            d.setDependsOn(model);
+            return d;
         }
     }
 }

@@ -78,10 +78,11 @@ class BadPropertiesTest {
     }
 
     @Test
-    void anEntryWithoutASourceNamesTheThreeSources() {
+    void anEntryWithoutASourceNamesTheFourSources() {
         FailureAnalysis f = failure(AT + "workers=2");
         assertThat(f.getDescription()).isEqualTo("The model property " + AT + "torchscript is not set: the model has no source");
-        assertThat(f.getAction()).isEqualTo("Set one of " + AT + "torchscript, " + AT + "exported-program or " + AT + "factory.");
+        assertThat(f.getAction()).isEqualTo("Set one of " + AT + "torchscript, " + AT + "exported-program, " + AT + "factory or "
+                + AT + "sentence-transformers.");
     }
 
     @Test
@@ -104,5 +105,83 @@ class BadPropertiesTest {
         FailureAnalysis f = failure(AT + "torchscript=" + TestModels.TORCHSCRIPT, AT + "inputs[0].name=x");
         assertThat(f.getDescription()).isEqualTo("The model property " + AT
                 + "inputs[0].dtype is not set: every input and output has a dtype");
+    }
+
+    @Test
+    void aSentenceTransformersDirectoryAndATorchScriptFileAreTwoSources() {
+        FailureAnalysis f = failure(AT + "torchscript=" + TestModels.TORCHSCRIPT, AT + "sentence-transformers=" + Minilm.DIR);
+        assertThat(f.getDescription()).contains("the model has two sources");
+        assertThat(f.getAction()).isEqualTo("Keep one of " + AT + "torchscript and " + AT + "sentence-transformers.");
+    }
+
+    @Test
+    void aMissingSentenceTransformersDirectoryNamesItsPropertyAndPath() {
+        FailureAnalysis f = failure(AT + "sentence-transformers=/nowhere/all-MiniLM-L6-v2");
+        assertThat(f.getDescription()).isEqualTo("The model property " + AT
+                + "sentence-transformers is '/nowhere/all-MiniLM-L6-v2': no such directory");
+        assertThat(f.getAction()).contains("a sentence-transformers model's directory").contains("classpath:");
+    }
+
+    @Test
+    void aMissingClasspathDirectoryFailsAsAMissingDirectoryDoes() {
+        FailureAnalysis f = failure(AT + "sentence-transformers=classpath:models/nowhere");
+        assertThat(f.getDescription()).isEqualTo("The model property " + AT
+                + "sentence-transformers is 'classpath:models/nowhere': no such directory");
+    }
+
+    @Test
+    void aFileWhereTheDirectoryShouldBeIsRefused() {
+        FailureAnalysis f = failure(AT + "sentence-transformers=" + TestModels.TORCHSCRIPT);
+        assertThat(f.getDescription()).isEqualTo("The model property " + AT + "sentence-transformers is '"
+                + TestModels.TORCHSCRIPT + "': a file, not a directory");
+    }
+
+    @Test
+    void aDirectoryWithoutModulesJsonOrConfigJsonIsNotASentenceTransformersModel() {
+        FailureAnalysis f = failure(AT + "sentence-transformers=" + TestModels.DIR);
+        assertThat(f.getDescription()).isEqualTo("The model property " + AT + "sentence-transformers is '" + TestModels.DIR
+                + "': not a sentence-transformers model's directory (it has neither modules.json nor config.json)");
+    }
+
+    @Test
+    void aSentenceTransformersModelRefusesDeclaredInputsOutputsAndTorchInputs() {
+        String st = AT + "sentence-transformers=" + Minilm.DIR;
+        FailureAnalysis inputs = failure(st, AT + "inputs[0].name=x", AT + "inputs[0].dtype=float32");
+        assertThat(inputs.getDescription()).isEqualTo("The model property " + AT
+                + "inputs is 'x': a sentence-transformers model declares its own inputs and outputs");
+        assertThat(inputs.getAction()).isEqualTo("Remove " + AT + "inputs: the model's input is its texts (text), its outputs"
+                + " the embeddings (embedding) and each text's token count (tokens).");
+        assertThat(failure(st, AT + "outputs[0].name=y", AT + "outputs[0].dtype=float32").getDescription())
+                .startsWith("The model property " + AT + "outputs is 'y'");
+        assertThat(failure(st, AT + "torch-inputs=true").getDescription())
+                .isEqualTo("The model property " + AT + "torch-inputs is 'true': a sentence-transformers model takes texts, not tensors");
+        assertThat(failure(st, AT + "args=a").getDescription())
+                .isEqualTo("The model property " + AT + "args is '[a]': only a factory takes args");
+    }
+
+    @Test
+    void aSentenceTransformersModelChecksItsWorkersQueueBatchingAndTimeoutAsAnyModel() {
+        String st = AT + "sentence-transformers=" + Minilm.DIR;
+        assertThat(failure(st, AT + "workers=0").getAction()).isEqualTo("Set " + AT + "workers to 1 or more.");
+        assertThat(failure(st, AT + "max-queue=0").getAction()).isEqualTo("Set " + AT + "max-queue to 1 or more.");
+        assertThat(failure(st, AT + "batching.max-rows=0").getDescription())
+                .isEqualTo("The model property " + AT + "batching.max-rows is '0': a batch has at least 1 row");
+        assertThat(failure(st, AT + "timeout=0s").getDescription()).contains(AT + "timeout");
+    }
+
+    @Test
+    void anEmbeddingModelBeanNameThatIsTakenNamesTheEntryAndTheFix() {
+        List<FailureAnalysis> analyses = new ArrayList<>();
+        runner.withBean("mlpEmbeddingModel", String.class, () -> "taken")
+                .withPropertyValues(AT + "sentence-transformers=" + Minilm.DIR)
+                .run(context -> {
+                    assertThat(context).hasFailed();
+                    analyses.add(new ModelPropertyFailureAnalyzer().analyze(context.getStartupFailure()));
+                });
+        FailureAnalysis f = analyses.getFirst();
+        assertThat(f).isNotNull();
+        assertThat(f.getDescription()).startsWith("The model property dlpack4j.models.mlp")
+                .contains("a bean named mlpEmbeddingModel exists already");
+        assertThat(f.getAction()).contains("Rename the entry dlpack4j.models.mlp");
     }
 }

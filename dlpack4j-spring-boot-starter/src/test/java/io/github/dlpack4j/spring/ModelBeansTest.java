@@ -10,6 +10,7 @@ import io.github.dlpack4j.model.TensorSpec;
 import io.github.dlpack4j.python.Python;
 
 import org.junit.jupiter.api.Test;
+import org.springframework.ai.embedding.EmbeddingModel;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -131,6 +132,12 @@ class ModelBeansTest {
                     assertThat(context).hasNotFailed();
                     assertThat(context.getBean(OneModel.class).model.name()).isEqualTo("mlp");
                 });
+    }
+
+    @Test
+    void aTorchScriptModelHasNoEmbeddingModelBeside() {
+        runner.withPropertyValues(linear("mlp", "torchscript", TestModels.TORCHSCRIPT.toString()))
+                .run(context -> assertThat(context).hasNotFailed().doesNotHaveBean(EmbeddingModel.class));
     }
 
     @Test
