@@ -1,7 +1,11 @@
 package io.github.dlpack4j.model;
 
 import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 import io.github.dlpack4j.ManagedTensor;
 import io.github.dlpack4j.Tensor;
@@ -71,8 +75,14 @@ final class ModelCall {
                 // Without torch's exchange API the Runner makes the torch tensors in Python.
                 boolean listOutput = outputKinds != null && outputKinds.size() == 1
                         && outputKinds.getFirst() != Signature.Kind.TENSOR;
+                List<String> textOutputs = new ArrayList<>();
+                for (int j = 0; outputKinds != null && j < outputKinds.size(); j++) {
+                    if (outputKinds.get(j) == Signature.Kind.TEXT) {
+                        textOutputs.add(outputNames.get(j));
+                    }
+                }
                 PyObject runner = helpers.callMethod("Runner", name, model, torchInputs && torch == null,
-                        outputNames, listOutput);
+                        outputNames, listOutput, textOutputs);
                 return new ModelCall(python, name, runner, outputNames, outputKinds, torch);
             }
         });
@@ -125,54 +135,197 @@ final class ModelCall {
      */
     Outputs call(List<Object> inputs) {
         return python.withGil(() -> {
-            if (prepared.get() == null) {
-                runner.callMethod("prepare_thread").close();
-                prepared.set(Boolean.TRUE);
-            }
-            PyObject[] args = new PyObject[inputs.size()];
+            prepare();
+            PyObject[] args = args(inputs);
             List<Object> values = new ArrayList<>();
             try {
-                for (int i = 0; i < args.length; i++) {
-                    args[i] = switch (inputs.get(i)) {
-                        case Tensor t -> torch != null ? torch.toPyObject(t) : PythonDlpack.toPython(t);
-                        case Signature.Texts texts -> python.toPython(texts.rows());
-                        default -> throw new IllegalStateException("not an input: " + inputs.get(i));
-                    };
-                }
                 try (PyObject result = entry.call((Object[]) args)) {
-                    if (outputNames != null && outputNames.size() == 1) { // the Runner returns it alone
-                        values.add(output(outputNames.getFirst(), outputKinds.getFirst(), result));
-                        return new Outputs(outputNames, values);
-                    }
-                    if (outputNames != null) { // the values, in the declared order
-                        for (int j = 0; j < outputNames.size(); j++) {
-                            try (PyObject v = result.get(j)) {
-                                values.add(output(outputNames.get(j), outputKinds.get(j), v));
-                            }
-                        }
-                        return new Outputs(outputNames, values);
-                    }
-                    try (PyObject all = result.get(1)) { // (names, values)
-                        List<String> names = names(result);
-                        for (int j = 0; j < names.size(); j++) {
-                            try (PyObject v = all.get(j)) {
-                                values.add(PythonDlpack.fromDlpack(v));
-                            }
-                        }
-                        return new Outputs(names, values);
-                    }
+                    return outputs(result, values);
                 }
             } catch (RuntimeException | Error e) {
                 new Outputs(List.of(), values).close();
                 throw e;
             } finally {
-                for (PyObject a : args) {
-                    if (a != null) {
-                        a.close();
+                closeAll(args);
+            }
+        });
+    }
+
+    /**
+     * The build's first call, in one GIL scope: a generator model's first item is made and its
+     * generator closed (null is returned: the model streams); any other model's outputs come back
+     * as {@link #call} returns them.
+     *
+     * @throws io.github.dlpack4j.python.PythonException if the model raised
+     */
+    Outputs warmUp(List<Object> inputs) {
+        return python.withGil(() -> {
+            prepare();
+            PyObject[] args = args(inputs);
+            List<Object> values = new ArrayList<>();
+            try (PyObject result = runner.callMethod("warm_up", (Object[]) args)) {
+                return result.isNone() ? null : outputs(result, values);
+            } catch (RuntimeException | Error e) {
+                new Outputs(List.of(), values).close();
+                throw e;
+            } finally {
+                closeAll(args);
+            }
+        });
+    }
+
+    /** A call's result (by the Runner's convention) as outputs; those made so far go into {@code values}. */
+    private Outputs outputs(PyObject result, List<Object> values) {
+        if (outputNames != null && outputNames.size() == 1) { // the Runner returns it alone
+            values.add(output(outputNames.getFirst(), outputKinds.getFirst(), result));
+            return new Outputs(outputNames, values);
+        }
+        if (outputNames != null) { // the values, in the declared order
+            for (int j = 0; j < outputNames.size(); j++) {
+                try (PyObject v = result.get(j)) {
+                    values.add(output(outputNames.get(j), outputKinds.get(j), v));
+                }
+            }
+            return new Outputs(outputNames, values);
+        }
+        try (PyObject all = result.get(1)) { // (names, values)
+            List<String> names = names(result);
+            for (int j = 0; j < names.size(); j++) {
+                try (PyObject v = all.get(j)) {
+                    values.add(PythonDlpack.fromDlpack(v));
+                }
+            }
+            return new Outputs(names, values);
+        }
+    }
+
+    /**
+     * Starts a stream: the model's call on the inputs, in one GIL scope, whose result (a generator
+     * or another iterable) the stream's steps advance. The caller closes the iterator it returns
+     * ({@link #closeStream}).
+     *
+     * @throws io.github.dlpack4j.python.PythonException if the model raised, or returned no iterable
+     */
+    PyObject startStream(List<Object> inputs) {
+        return python.withGil(() -> {
+            prepare();
+            PyObject[] args = args(inputs);
+            try {
+                return runner.callMethod("start", (Object[]) args);
+            } finally {
+                closeAll(args);
+            }
+        });
+    }
+
+    /**
+     * A stream's next item, in one GIL scope: its outputs (a tensor imported; a text output's str
+     * and a value output's value as one row), or null once the iterator ended.
+     *
+     * @throws io.github.dlpack4j.python.PythonException if the model raised
+     * @throws IllegalStateException if an item's output is not what it declares
+     */
+    ModelResult step(PyObject items) {
+        return python.withGil(() -> {
+            prepare();
+            try (PyObject item = runner.callMethod("step", items)) {
+                if (item.isNone()) {
+                    return null;
+                }
+                List<String> names = names(item);
+                Map<String, Object> outputs = new LinkedHashMap<>();
+                Set<String> texts = new HashSet<>();
+                try (PyObject all = item.get(1)) {
+                    for (int j = 0; j < names.size(); j++) {
+                        try (PyObject v = all.get(j)) {
+                            outputs.put(names.get(j), streamOutput(names.get(j), v, texts));
+                        }
                     }
+                    return new ModelResult(outputs, texts);
+                } catch (RuntimeException | Error e) {
+                    new ModelResult(outputs, texts).close();
+                    throw e;
                 }
             }
         });
+    }
+
+    /** Closes a stream's iterator (a generator's {@code finally} runs) and lets go of it. */
+    void closeStream(PyObject items) {
+        python.withGil(() -> {
+            try {
+                runner.callMethod("close_stream", items).close();
+            } finally {
+                items.close();
+            }
+        });
+    }
+
+    /**
+     * One output of a stream's item, as the result holds it (a tensor of its own, or a one-row
+     * list): a declared output as its kind says, an undeclared one by its Python type (an object
+     * with {@code __dlpack__} a tensor, a str a text, anything else a value). A text output's name
+     * goes into {@code texts}.
+     */
+    private Object streamOutput(String output, PyObject value, Set<String> texts) {
+        Signature.Kind kind;
+        if (outputNames != null) {
+            kind = outputKinds.get(outputNames.indexOf(output));
+        } else if (value.hasAttr("__dlpack__")) {
+            kind = Signature.Kind.TENSOR;
+        } else {
+            Object java = value.toJava();
+            if (java instanceof String s) {
+                texts.add(output);
+                return List.of(s);
+            }
+            return Values.one(this.name, output, java);
+        }
+        return switch (kind) {
+            case TENSOR -> {
+                try (ManagedTensor m = PythonDlpack.fromDlpack(value)) {
+                    yield m.tensor().share();
+                }
+            }
+            case TEXT -> {
+                texts.add(output);
+                yield List.of(Values.text(this.name, output, value));
+            }
+            case VALUE -> Values.one(this.name, output, value.toJava());
+        };
+    }
+
+    private void prepare() {
+        if (prepared.get() == null) {
+            runner.callMethod("prepare_thread").close();
+            prepared.set(Boolean.TRUE);
+        }
+    }
+
+    /** The inputs as Python objects: tensors without a copy, texts as lists of {@code str}. */
+    private PyObject[] args(List<Object> inputs) {
+        PyObject[] args = new PyObject[inputs.size()];
+        try {
+            for (int i = 0; i < args.length; i++) {
+                args[i] = switch (inputs.get(i)) {
+                    case Tensor t -> torch != null ? torch.toPyObject(t) : PythonDlpack.toPython(t);
+                    case Signature.Texts texts -> python.toPython(texts.rows());
+                    default -> throw new IllegalStateException("not an input: " + inputs.get(i));
+                };
+            }
+        } catch (RuntimeException | Error e) {
+            closeAll(args);
+            throw e;
+        }
+        return args;
+    }
+
+    private static void closeAll(PyObject[] args) {
+        for (PyObject a : args) {
+            if (a != null) {
+                a.close();
+            }
+        }
     }
 
     /** One output: a tensor imported, or a text or value output's list converted. */

@@ -70,4 +70,24 @@ final class ModelEvents {
         @Timespan(Timespan.NANOSECONDS)
         long waited;
     }
+
+    /** One stream: the items its subscriber got, how long the first took, and how it ended. */
+    @Name("io.github.dlpack4j.model.Stream")
+    @Label("Model Stream")
+    @Category({"dlpack4j", "Model"})
+    @Description("One stream of a PythonModel's generator, from admission to its end")
+    @StackTrace(false)
+    static final class Stream extends Event {
+        @Label("Model")
+        String model;
+        @Label("Items")
+        long items;
+        @Label("First Item")
+        @Description("From admission to the first item; -1 if none came")
+        @Timespan(Timespan.NANOSECONDS)
+        long firstItem;
+        @Label("Outcome")
+        @Description("completed, failed, timed out, cancelled or closed")
+        String outcome;
+    }
 }

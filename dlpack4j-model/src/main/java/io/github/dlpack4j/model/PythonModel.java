@@ -12,6 +12,7 @@ import java.util.Objects;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Flow;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -114,6 +115,8 @@ public final class PythonModel implements AutoCloseable {
     private final ThreadLocal<int[]> callingHere = ThreadLocal.withInitial(() -> new int[1]);
     /** The workers still running and the callers' own calls in flight; the last one out closes {@link #call}. */
     private final AtomicInteger users;
+    /** The model's streams ({@link #stream}) and their threads. */
+    private final Streams streams;
 
     private PythonModel(Builder b, String name, ModelCall call) {
         this.name = name;
@@ -128,6 +131,9 @@ public final class PythonModel implements AutoCloseable {
         this.workerCount = b.workers;
         this.callsHere = b.maxBatchRows == 0;
         this.users = new AtomicInteger(b.workers);
+        this.streams = new Streams(name, call, recorder, slots, b.workers, b.maxQueue + b.workers,
+                b.timeout == null ? 0 : b.timeout.toNanos(), b.streamTimeout == null ? 0 : b.streamTimeout.toNanos(),
+                this::enter, this::leave);
         for (int i = 0; i < b.workers; i++) {
             Worker w = new Worker(scheduler, call, signature, recorder, b.maxBatchRows, slots, callingHere, this::leave);
             workers.add(Thread.ofPlatform().name("dlpack4j-model-" + name + "-" + i).daemon(true).start(w));
@@ -257,6 +263,91 @@ public final class PythonModel implements AutoCloseable {
      */
     public CompletableFuture<ModelResult> runAsync(Map<String, ?> inputs) {
         return admit(inputs, Function.identity());
+    }
+
+    /**
+     * Streams the items of a generator model: the model's callable, called on the inputs as
+     * {@link #run} calls it, returns a Python generator (or any iterable), and each item it yields
+     * becomes one {@link ModelResult}, in order. An item is a dict by output name (a declared output
+     * may be left out of an item), a tuple of the declared outputs in order, or one output: a lone
+     * {@code str} is the first declared text output. In an item a text output is one string (one
+     * row: {@link ModelResult#text}), a value output one JSON-like value ({@link ModelResult#value}),
+     * a tensor output any object with {@code __dlpack__}; without declared outputs an item's
+     * {@code str} is a text output and anything else without {@code __dlpack__} a value. The stream
+     * completes when the generator ends and fails with the {@link PythonException} it raises.
+     *
+     * {@snippet :
+     * String code = """
+     *         def make():
+     *             def count(text):
+     *                 for i, word in enumerate(text[0].split()):
+     *                     yield {"token": word, "index": i}
+     *             return count
+     *         """;
+     * try (PythonModel model = PythonModel.builder().source(code, "make")
+     *         .textInput("text").textOutput("token").valueOutput("index").build()) {
+     *     model.stream(Map.of("text", "one two three")).subscribe(new Flow.Subscriber<>() {
+     *         public void onSubscribe(Flow.Subscription s) { s.request(Long.MAX_VALUE); }
+     *         public void onNext(ModelResult item) { System.out.println(item.text("token")); item.close(); }
+     *         public void onError(Throwable e) { e.printStackTrace(); }
+     *         public void onComplete() { System.out.println("done"); }
+     *     });
+     * }
+     * }
+     *
+     * <p><b>Back-pressure.</b> The generator advances only while the subscriber has demand: one
+     * item per {@code request}ed item, with no read-ahead, so a subscriber that requests one item at
+     * a time has the generator run to its next {@code yield} only then. <b>Cancellation</b> closes
+     * the generator (Python raises {@code GeneratorExit} at its {@code yield}, its {@code finally}
+     * runs) as soon as the item being made, if any, is done, and frees its place.
+     *
+     * <p><b>Threads.</b> The model's {@link Builder#workers} stream threads advance the generators,
+     * one item per step, taking turns over every stream with demand: any number of streams
+     * interleave, one item at a time each, and at most {@code workers} model calls run at once,
+     * streams' steps and other calls together. The subscriber's signals run in order, one at a time,
+     * on virtual threads, never on a stream thread: a subscriber that blocks holds up only its own
+     * stream. The subscriber owns each item and closes it (its tensors).
+     *
+     * <p><b>Limits.</b> {@link Builder#timeout} bounds the time from the subscription to the first
+     * item, {@link Builder#streamTimeout} the whole stream; past either the stream fails with
+     * {@link ModelTimeoutException} and its generator is closed (a step already running finishes
+     * first). At most {@code maxQueue} plus {@code workers} streams are open at once: past that a
+     * subscription fails with {@link ModelOverloadedException}. {@link #close()} waits for running
+     * streams up to its deadline, then fails them with {@link IllegalStateException} and closes their
+     * generators. The publisher is cold and takes one subscriber: the stream starts at the
+     * subscription (keep tensor inputs open until then); a second subscriber gets
+     * {@link IllegalStateException} in {@code onError}. Stats count a stream as one request, its
+     * items in {@link ModelStats#streamItems()} and its first item's latency; JFR records an
+     * {@code io.github.dlpack4j.model.Stream} event per stream.
+     *
+     * @param inputs the inputs by name, as for {@link #run}
+     * @return the stream's publisher
+     * @throws IllegalArgumentException if the inputs break the declared signature (before Python runs)
+     * @throws IllegalStateException    if the model is closed
+     */
+    public Flow.Publisher<ModelResult> stream(Map<String, ?> inputs) {
+        Objects.requireNonNull(inputs, "inputs");
+        if (closed.get()) {
+            throw new IllegalStateException("model " + name + " is closed");
+        }
+        List<Object> ordered = signature.order(inputs);
+        AtomicBoolean subscribed = new AtomicBoolean();
+        return subscriber -> {
+            Objects.requireNonNull(subscriber, "subscriber");
+            if (!subscribed.compareAndSet(false, true)) {
+                Streams.refuse(subscriber, new IllegalStateException("model " + name
+                        + ": a stream takes one subscriber, and this one has its subscriber already"));
+                return;
+            }
+            List<Object> held;
+            try {
+                held = hold(ordered);
+            } catch (RuntimeException e) {
+                Streams.refuse(subscriber, e);
+                return;
+            }
+            streams.open(held, subscriber);
+        };
     }
 
     /** Refuses {@code predict} and {@code submit} on a model with text or value outputs: they return tensors. */
@@ -627,6 +718,7 @@ public final class PythonModel implements AutoCloseable {
         if (callsHere) { // the calls running on their callers' threads finish too
             python.allowThreads(() -> awaitSlots(until));
         }
+        python.allowThreads(() -> streams.close(until));
         for (Request<?> r : scheduler.drain()) {
             r.fail(new IllegalStateException("model " + name + " was closed before this call could run"));
         }
@@ -675,6 +767,7 @@ public final class PythonModel implements AutoCloseable {
         private int workers = 1;
         private int maxQueue = 1_000;
         private Duration timeout;
+        private Duration streamTimeout;
         private ModelListener listener;
 
         private Builder() {
@@ -924,6 +1017,23 @@ public final class PythonModel implements AutoCloseable {
         }
 
         /**
+         * A deadline for each stream ({@link PythonModel#stream}) as a whole, from its subscription
+         * to its last item (default none): past it the stream fails with
+         * {@link ModelTimeoutException} and its generator is closed. {@link #timeout} bounds a
+         * stream's first item.
+         *
+         * @param perStream the deadline, more than zero
+         * @return this builder
+         */
+        public Builder streamTimeout(Duration perStream) {
+            if (perStream.isNegative() || perStream.isZero()) {
+                throw new IllegalArgumentException("streamTimeout(" + perStream + "): more than zero");
+            }
+            this.streamTimeout = perStream;
+            return this;
+        }
+
+        /**
          * A listener told of each request's outcome, queue wait and model call as they are counted
          * in {@link PythonModel#stats()} (none by default): for a metrics library's meters.
          *
@@ -977,7 +1087,11 @@ public final class PythonModel implements AutoCloseable {
                             : Tensor.zeros(p.spec().dtype(), p.spec().warmUpShape()));
                 }
                 List<Object> ordered = signature.order(given);
-                try (ModelCall.Outputs out = call.call(ordered)) {
+                ModelCall.Outputs out = call.warmUp(ordered);
+                if (out == null) { // a generator model: its first item was made
+                    return;
+                }
+                try (out) {
                     signature.checkOutputs(out, maxBatchRows > 0 ? Signature.rowsOf(ordered) : -1,
                             maxBatchRows > 0 ? Signature.rowsOf(ordered) : Signature.textRows(ordered));
                 }

@@ -16,6 +16,8 @@ final class Recorder {
     private final AtomicInteger largestBatchRows = new AtomicInteger();
     private final Latency queueWait = new Latency();
     private final Latency run = new Latency();
+    private final AtomicLong streamItems = new AtomicLong();
+    private final Latency firstItem = new Latency();
     private final ModelListener listener;
     /**
      * How long the model's quick calls take (ns; racy, a hint for the {@link Look looks}): it drops
@@ -137,9 +139,32 @@ final class Recorder {
         return q >= Look.NANOS ? Look.NANOS : Look.NANOS + 2 * q;
     }
 
+    /**
+     * A stream ended (counted as answered, failed or timed out by its caller).
+     *
+     * @param items          the items its subscriber got
+     * @param firstItemNanos from admission to its first item; -1 if none came
+     * @param outcome        how it ended, for its JFR event
+     */
+    void streamEnded(long items, long firstItemNanos, String outcome) {
+        streamItems.addAndGet(items);
+        if (firstItemNanos >= 0) {
+            firstItem.record(firstItemNanos);
+        }
+        ModelEvents.Stream e = new ModelEvents.Stream();
+        if (e.shouldCommit()) {
+            e.model = model;
+            e.items = items;
+            e.firstItem = firstItemNanos;
+            e.outcome = outcome;
+            e.commit();
+        }
+    }
+
     ModelStats stats() {
         return new ModelStats(requests.get(), answered.get(), failed.get(), rejected.get(), timedOut.get(),
                 batches.get(), largestBatchRows.get(), queueWait.percentile(0.5), queueWait.percentile(0.99),
-                run.percentile(0.5), run.percentile(0.99));
+                run.percentile(0.5), run.percentile(0.99), streamItems.get(), firstItem.percentile(0.5),
+                firstItem.percentile(0.99));
     }
 }

@@ -79,6 +79,14 @@ final class Scheduler {
         return e;
     }
 
+    /**
+     * {@return the timer of an action run {@code nanos} from now on a virtual thread of its own,
+     * on the one deadline thread of the JVM} Cancel it once the action is not needed.
+     */
+    static java.util.concurrent.Future<?> later(Runnable action, long nanos) {
+        return DEADLINES.schedule(() -> EXPIRIES.newThread(action).start(), nanos, TimeUnit.NANOSECONDS);
+    }
+
     String name() {
         return name;
     }

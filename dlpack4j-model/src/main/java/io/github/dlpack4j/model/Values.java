@@ -52,6 +52,29 @@ final class Values {
         return Collections.unmodifiableList(rows);
     }
 
+    /** {@return a stream item's text output: one str} */
+    static String text(String model, String output, PyObject value) {
+        Object java = value.toJava();
+        if (java instanceof String s) {
+            return s;
+        }
+        String type = pythonType(java);
+        closeAll(java);
+        throw new IllegalStateException("model " + model + ": text output " + output + " of a stream's item is a Python "
+                + type + "; a text output's item is a str");
+    }
+
+    /** {@return a stream item's value output (converted by {@code toJava}) as one row: a list of the one JSON-like value} */
+    static List<Object> one(String model, String output, Object java) {
+        String bad = check(java, "");
+        if (bad != null) {
+            closeAll(java);
+            throw new IllegalStateException("model " + model + ": value output " + output + " of a stream's item" + bad
+                    + "; a value is a dict with str keys, list, tuple, str, int (64 bits), float, bool or None");
+        }
+        return Collections.singletonList(java);
+    }
+
     /** The output as a Java list, or an error naming its Python type. */
     @SuppressWarnings("unchecked")
     private static List<Object> rows(String model, String output, String kind, PyObject value) {

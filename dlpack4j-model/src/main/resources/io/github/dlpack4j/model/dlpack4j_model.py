@@ -49,6 +49,14 @@ def load_exported(path):
     return program.module(), static
 
 
+_END = object()
+
+
+def _is_stream(result):
+    """Whether a model's result is a stream of items: a generator or another iterator (not a tensor)."""
+    return hasattr(result, "__next__") and not hasattr(result, "__dlpack__")
+
+
 class Runner:
     """Calls the model on DLPack objects and returns its outputs.
 
@@ -59,11 +67,13 @@ class Runner:
     declared output is text or values, itself a list (one item a row): the model's result is then
     that list, or a dict holding it by name. Text inputs come as lists of str and are not converted."""
 
-    def __init__(self, name, model, torch_inputs, outputs, list_output=False):
+    def __init__(self, name, model, torch_inputs, outputs, list_output=False, text_outputs=None):
         self.name = name
         self.model = model
         self.outputs = outputs
         self.list_output = bool(list_output)
+        # The declared text outputs: a stream's item that is a lone str is the first of them.
+        self.text_outputs = list(text_outputs or [])
         # The model's framework is torch when loading it imported torch.
         self.torch = sys.modules.get("torch")
         self.convert = self.torch.from_dlpack if torch_inputs else None
@@ -118,16 +128,24 @@ class Runner:
             self.local.threads_set = True
 
     def __call__(self, *args):
-        if self.convert is not None:
-            args = [a if isinstance(a, list) else self.convert(a) for a in args]
-        if self.torch is None:
-            result = self.model(*args)
-        else:
-            if not getattr(self.local, "threads_set", False):
-                self.torch.set_num_threads(self.threads)
-                self.local.threads_set = True
-            with self.inference_mode(*self.inference_mode_args):
-                result = self.model(*args)
+        return self.convention(self.run_model(args))
+
+    def warm_up(self, *args):
+        """The build's first call: None for a generator model (its first item made, then closed), else
+        what a call returns."""
+        result = self.run_model(args)
+        if _is_stream(result):
+            try:
+                self.step(result)
+            finally:
+                self.close_stream(result)
+            return None
+        return self.convention(result)
+
+    def convention(self, result):
+        """A call's result by the calling convention (see the class comment)."""
+        if _is_stream(result):
+            raise TypeError(f"model {self.name} returned a {type(result).__qualname__}: stream it (PythonModel.stream)")
         if self.outputs is None:
             return self.named(result)
         if self.list_output:
@@ -135,6 +153,74 @@ class Runner:
             return result[only] if isinstance(result, dict) and only in result else result
         values = self.named(result)[1]
         return values[0] if len(self.outputs) == 1 else values
+
+    def run_model(self, args):
+        """The model's own call on the inputs, under the call's torch settings."""
+        if self.convert is not None:
+            args = [a if isinstance(a, list) else self.convert(a) for a in args]
+        if self.torch is None:
+            return self.model(*args)
+        if not getattr(self.local, "threads_set", False):
+            self.torch.set_num_threads(self.threads)
+            self.local.threads_set = True
+        with self.inference_mode(*self.inference_mode_args):
+            return self.model(*args)
+
+    def start(self, *args):
+        """A stream's start: the model's call, whose result is a generator or another iterable."""
+        result = self.run_model(args)
+        if not _is_stream(result):
+            raise TypeError(
+                f"model {self.name} returned a {type(result).__qualname__} to a stream, not a generator or iterator"
+            )
+        return result
+
+    def step(self, items):
+        """A stream's next item as (names, values), or None once the iterator ends; the model's
+        code between two items runs here, under the model's torch settings."""
+        if self.torch is None:
+            item = next(items, _END)
+        else:
+            if not getattr(self.local, "threads_set", False):
+                self.torch.set_num_threads(self.threads)
+                self.local.threads_set = True
+            with self.inference_mode(*self.inference_mode_args):
+                item = next(items, _END)
+        if item is _END:
+            return None
+        return self.stream_item(item)
+
+    def stream_item(self, item):
+        """An item by name: a dict keeps its keys (a declared output may be left out of an item),
+        a tuple is the declared outputs in order, anything else is the one output (a lone str the
+        first declared text output)."""
+        names = self.outputs
+        if isinstance(item, dict):
+            if names is not None:
+                unknown = [k for k in item if k not in names]
+                if unknown:
+                    raise KeyError(f"model {self.name} yielded outputs {unknown}; its outputs are {names}")
+            return list(item), list(item.values())
+        if isinstance(item, tuple):
+            if names is None:
+                return [f"output{i}" for i in range(len(item))], list(item)
+            if len(item) != len(names):
+                raise ValueError(f"model {self.name} yielded {len(item)} outputs; {len(names)} are declared: {names}")
+            return list(names), list(item)
+        if names is None:
+            return ["output"], [item]
+        if len(names) == 1:
+            return list(names), [item]
+        if isinstance(item, str) and self.text_outputs:
+            return [self.text_outputs[0]], [item]
+        kind = type(item).__qualname__
+        raise ValueError(f"model {self.name} yielded one {kind}; {len(names)} outputs are declared: {names} (yield a dict)")
+
+    def close_stream(self, items):
+        """Closes a stream's generator (its finally runs, GeneratorExit raised at its yield)."""
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
 
     def named(self, result):
         names = self.outputs
