@@ -2,6 +2,7 @@ package example.serve;
 
 import example.serve.protocol.InferenceProtocol;
 import example.serve.protocol.InferenceProtocol.Answer;
+import example.serve.protocol.OpenAiEmbeddings;
 import io.helidon.http.HeaderName;
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.HttpRouting;
@@ -12,10 +13,11 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
- * The Open Inference Protocol (KServe v2) endpoints on Helidon SE's routing, its handlers on virtual
- * threads: each hands what it read from the request to {@link InferenceProtocol} (shared with the
- * Spring Boot example), which checks it, calls the model and makes the answer, and sends that
- * answer.
+ * The Open Inference Protocol (KServe v2) endpoints on Helidon SE's routing, and OpenAI's
+ * {@code POST /v1/embeddings} when an embedding model is served, its handlers on virtual threads:
+ * each hands what it read from the request to {@link InferenceProtocol} (shared with the Spring Boot
+ * example) or {@link OpenAiEmbeddings}, which checks it, calls the model and makes the answer, and
+ * sends that answer.
  */
 final class InferenceService {
     private static final HeaderName INFERENCE_HEADER_CONTENT_LENGTH =
@@ -23,10 +25,16 @@ final class InferenceService {
     private static final Logger LOG = Logger.getLogger(InferenceService.class.getName());
 
     private final InferenceProtocol protocol;
+    private final OpenAiEmbeddings embeddings;
 
-    /** @param protocol the endpoints' answers */
-    InferenceService(InferenceProtocol protocol) {
+    /**
+     * @param protocol   the v2 endpoints' answers
+     * @param embeddings the embeddings endpoint's, or null when no embedding model is served (then
+     *                   {@code POST /v1/embeddings} is no endpoint: 404)
+     */
+    InferenceService(InferenceProtocol protocol, OpenAiEmbeddings embeddings) {
         this.protocol = protocol;
+        this.embeddings = embeddings;
     }
 
     /** Adds the endpoints to {@code routing}. */
@@ -37,8 +45,12 @@ final class InferenceService {
                 .get("/v2/models/{name}", (req, res) -> send(res, protocol.modelMetadata(name(req))))
                 .get("/v2/models/{name}/ready", (req, res) -> send(res, protocol.modelReady(name(req))))
                 .post("/v2/models/{name}/infer", this::infer)
-                .get("/admin/stats", (req, res) -> send(res, protocol.stats()))
-                .any((req, res) -> send(res, protocol.noEndpoint(req.prologue().method().text(), req.path().path())));
+                .get("/admin/stats", (req, res) -> send(res, protocol.stats()));
+        if (embeddings != null) {
+            routing.post("/v1/embeddings", (req, res) -> embeddings.embeddings(req.headers().contentLength().orElse(-1),
+                    req.content().inputStream(), answer -> write(res, answer)));
+        }
+        routing.any((req, res) -> send(res, protocol.noEndpoint(req.prologue().method().text(), req.path().path())));
     }
 
     private static String name(ServerRequest req) {

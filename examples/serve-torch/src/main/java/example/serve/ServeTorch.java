@@ -1,6 +1,7 @@
 package example.serve;
 
 import example.serve.protocol.InferenceProtocol;
+import example.serve.protocol.OpenAiEmbeddings;
 import example.serve.protocol.ServeOptions;
 import example.serve.protocol.ServedModels;
 import io.github.dlpack4j.model.PythonModel;
@@ -16,8 +17,10 @@ import sun.misc.SignalHandler;
 /**
  * A Java web service that serves torch models from the embedded CPython with the Open Inference
  * Protocol (KServe v2), on Helidon SE 4: {@code scripts/serve --model mlp|resnet18 [--weights FILE]
- * [--port 8080] [--batching]}. It binds 127.0.0.1 only, prints one line when it is ready, and on
- * SIGTERM (or SIGINT) answers the requests in flight, then exits with status 0.
+ * [--port 8080] [--batching]}; or a sentence-transformers embedding model with OpenAI's
+ * {@code POST /v1/embeddings}: {@code scripts/serve --model minilm [--weights DIR]}. It binds
+ * 127.0.0.1 only, prints one line when it is ready, and on SIGTERM (or SIGINT) answers the requests
+ * in flight, then exits with status 0.
  */
 public final class ServeTorch {
     /** Helidon's start-up lines off: the service prints its own ready line (kept: JUL holds loggers weakly). */
@@ -46,7 +49,9 @@ public final class ServeTorch {
         Map<String, PythonModel> models = ServedModels.load(Python.start(), options);
         try {
             InferenceProtocol protocol = new InferenceProtocol(models, options.maxBodyBytes(), options.describe());
-            InferenceService service = new InferenceService(protocol);
+            PythonModel minilm = models.get(ServeOptions.MINILM);
+            InferenceService service = new InferenceService(protocol,
+                    minilm == null ? null : new OpenAiEmbeddings(minilm, protocol));
             WebServer server = WebServer.builder()
                     .host("127.0.0.1")
                     .port(options.port())

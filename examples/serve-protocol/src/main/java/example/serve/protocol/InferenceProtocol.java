@@ -7,6 +7,7 @@ import io.github.dlpack4j.Dlpack;
 import io.github.dlpack4j.Tensor;
 import io.github.dlpack4j.model.ModelOverloadedException;
 import io.github.dlpack4j.model.ModelStats;
+import io.github.dlpack4j.model.ModelTimeoutException;
 import io.github.dlpack4j.model.PythonModel;
 import io.github.dlpack4j.model.TensorSpec;
 import io.github.dlpack4j.python.PythonException;
@@ -117,23 +118,37 @@ public final class InferenceProtocol {
         return Answer.json(200, "{\"name\":\"serve-torch\",\"version\":\"1.0\",\"extensions\":[\"binary_tensor_data\"]}");
     }
 
-    /** {@return the answer of {@code GET /v2/models/{name}/ready}: 200, 503 once draining, 404 for a model not served} */
+    /** {@return the answer of {@code GET /v2/models/{name}/ready}: 200, 503 once draining, 404 for a model not served over v2} */
     public Answer modelReady(String name) {
-        if (!models.containsKey(name)) {
-            return error(new ProtocolException(404, "unknown model '" + name + "'"));
-        }
-        return ready();
+        ProtocolException notServed = notServed(name);
+        return notServed != null ? error(notServed) : ready();
     }
 
     /** {@return the answer of {@code GET /v2/models/{name}}: the model's metadata, or 404} */
     public Answer modelMetadata(String name) {
-        PythonModel model = models.get(name);
-        if (model == null) {
-            return error(new ProtocolException(404, "unknown model '" + name + "'"));
+        ProtocolException notServed = notServed(name);
+        if (notServed != null) {
+            return error(notServed);
         }
+        PythonModel model = models.get(name);
         return Answer.json(200, "{\"name\":" + quote(name) + ",\"versions\":[\"1\"],\"platform\":\"pytorch_torch\","
                 + "\"inputs\":[" + tensorMetadata(input(model)) + "],\"outputs\":[" + tensorMetadata(output(model))
                 + "]}");
+    }
+
+    /**
+     * {@return why model {@code name} is not served over v2 (404), or null if it is}: a model with
+     * text inputs (minilm, answered at {@code POST /v1/embeddings}) has no tensor to take
+     */
+    private ProtocolException notServed(String name) {
+        PythonModel model = models.get(name);
+        if (model == null) {
+            return new ProtocolException(404, "unknown model '" + name + "'");
+        }
+        if (model.inputs().isEmpty()) {
+            return new ProtocolException(404, "model '" + name + "' takes text, not tensors: it is not served over v2");
+        }
+        return null;
     }
 
     /** {@return the answer to a request no endpoint takes: 404 with an error body} */
@@ -178,11 +193,12 @@ public final class InferenceProtocol {
      * @param responder     sends the answer; it counts as in flight until this returns
      */
     public void infer(String name, long contentLength, InputStream body, String headerLength, Responder responder) {
-        PythonModel model = models.get(name);
-        if (model == null) {
-            error(responder, new ProtocolException(404, "unknown model '" + name + "'"));
+        ProtocolException notServed = notServed(name);
+        if (notServed != null) {
+            error(responder, notServed);
             return;
         }
+        PythonModel model = models.get(name);
         if (draining) {
             error(responder, new ProtocolException(503, "the service is shutting down"));
             return;
@@ -220,11 +236,7 @@ public final class InferenceProtocol {
             clientsGone.incrementAndGet();   // the answer could not be written: the client is gone
             LOG.log(Level.FINE, "a client went away", e);
         } finally {
-            if (inFlight.decrementAndGet() == 0 && draining) {
-                synchronized (idle) {
-                    idle.notifyAll();
-                }
-            }
+            leave();
         }
     }
 
@@ -245,7 +257,7 @@ public final class InferenceProtocol {
      * {@return the model's output for {@code input}, owned by the caller}
      *
      * @throws ProtocolException 500 if the model raised or failed, 503 if its queue is full or the
-     *                           wait was interrupted
+     *                           wait was interrupted, 504 if its deadline ({@code --timeout-ms}) passed
      */
     private static Tensor predict(PythonModel model, Tensor input) {
         try {
@@ -254,6 +266,8 @@ public final class InferenceProtocol {
             throw new ProtocolException(500, "the model raised " + e.pythonType() + ": " + e.pythonMessage());
         } catch (ModelOverloadedException e) {
             throw new ProtocolException(503, e.getMessage());
+        } catch (ModelTimeoutException e) {
+            throw new ProtocolException(504, e.getMessage());
         } catch (CancellationException e) {
             throw new ProtocolException(503, "interrupted");
         } catch (RuntimeException e) {
@@ -261,8 +275,15 @@ public final class InferenceProtocol {
         }
     }
 
-    /** {@return the whole body, or null if the client closed the connection before sending it all} */
-    private byte[] readBody(long declared, InputStream in) {
+    /**
+     * {@return the whole body, or null if the client closed the connection before sending it all
+     * (counted as a client gone)}: for this service's other endpoints too
+     *
+     * @param declared the body's declared length, or -1 when the request does not declare it
+     * @param in       the body
+     * @throws ProtocolException (400) if the body is over the limit ({@code --max-body-mb})
+     */
+    public byte[] readBody(long declared, InputStream in) {
         long max = maxBodyBytes;
         if (declared > max) {
             throw badRequest("the body has " + declared + " bytes, more than the limit of " + max);
@@ -427,7 +448,7 @@ public final class InferenceProtocol {
     }
 
     /** A float as JSON: the shortest decimal that reads back as the same float; NaN and infinities as Python's json writes them. */
-    private static void appendFloat(StringBuilder json, float v) {
+    static void appendFloat(StringBuilder json, float v) {
         if (Float.isNaN(v)) {
             json.append("NaN");
         } else if (Float.isInfinite(v)) {
@@ -546,6 +567,45 @@ public final class InferenceProtocol {
             }
         }
         return b.append('"').toString();
+    }
+
+    /**
+     * Runs a request of another endpoint of this service (the OpenAI-style {@code /v1/embeddings}) as
+     * an inference request: counted in flight while it runs, so that draining waits for it.
+     *
+     * @param request the request's work: it reads the body, calls the model and sends the answer
+     * @return false, without running it, once the service is draining (answer it 503)
+     */
+    public boolean serve(Runnable request) {
+        if (draining) {
+            return false;
+        }
+        inFlight.incrementAndGet();
+        try {
+            request.run();
+        } finally {
+            leave();
+        }
+        return true;
+    }
+
+    /** A request in flight is done with: the last one wakes a drain waiting for it. */
+    private void leave() {
+        if (inFlight.decrementAndGet() == 0 && draining) {
+            synchronized (idle) {
+                idle.notifyAll();
+            }
+        }
+    }
+
+    /** Counts a bad request (a 400) of another endpoint of this service, for {@code /admin/stats}. */
+    public void countBadRequest() {
+        badRequests.incrementAndGet();
+    }
+
+    /** Counts a client of another endpoint of this service that went away before its answer, for {@code /admin/stats}. */
+    public void countClientGone() {
+        clientsGone.incrementAndGet();
     }
 
     /** Stops taking inference requests (503 from now on, and from the ready endpoints). */

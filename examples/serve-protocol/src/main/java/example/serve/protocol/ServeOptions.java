@@ -9,27 +9,41 @@ import java.util.Set;
 /**
  * The service's settings, from {@code scripts/serve}'s options (the same for the Helidon and the Spring service).
  *
- * @param models            the models served ({@code --model mlp|resnet18}; a comma-separated list serves several)
- * @param weights           a {@code state_dict} file ({@code --weights}), or null for the seeded weights
+ * @param models            the models served ({@code --model mlp|resnet18|minilm}; a comma-separated list of
+ *                          mlp and resnet18 serves both; minilm is served alone)
+ * @param weights           mlp's or resnet18's {@code state_dict} file ({@code --weights}), or null for the
+ *                          seeded weights; for minilm the sentence-transformers directory (required)
  * @param port              the port on 127.0.0.1 ({@code --port}, 8080; 0 picks a free one)
- * @param batching          dynamic batching ({@code --batching}; off by default)
+ * @param batching          dynamic batching ({@code --batching}, {@code --no-batching}; off by default for mlp
+ *                          and resnet18, on for minilm: see {@link #parse})
  * @param batchWindowMicros how long a batch waits for more requests ({@code --batch-window-us}, 2000)
- * @param maxBatchRows      the most rows in one batch ({@code --max-batch}; 0: 64 for mlp, 8 for resnet18)
+ * @param maxBatchRows      the most rows in one batch ({@code --max-batch}; 0: 64 for mlp and minilm, 8 for resnet18)
  * @param runnerThreadsOption the model's threads ({@code PythonModel.Builder.workers}), each running one
  *                          model call at a time ({@code --runner-threads}; 0: see {@link #runnerThreads(String)})
  * @param torchThreadsOption torch's intra-op threads ({@code --torch-threads}; 0: 1)
  * @param maxBodyBytes      the largest request body accepted ({@code --max-body-mb}, 64 MiB)
+ * @param maxQueue          how many requests of one model may wait for it; past it the service answers 503
+ *                          (v2) or 429 ({@code /v1/embeddings}) ({@code --max-queue}, 1,000)
+ * @param timeoutMillis     each model call's deadline from its admission, queue wait included; past it the
+ *                          service answers 504 ({@code --timeout-ms}; 0, the default: none)
  */
 public record ServeOptions(List<String> models, Path weights, int port, boolean batching, long batchWindowMicros,
-                           int maxBatchRows, int runnerThreadsOption, int torchThreadsOption, long maxBodyBytes) {
+                           int maxBatchRows, int runnerThreadsOption, int torchThreadsOption, long maxBodyBytes,
+                           int maxQueue, long timeoutMillis) {
+    /**
+     * all-MiniLM-L6-v2, a sentence-transformers embedding model, answered at {@code POST /v1/embeddings}
+     * (its directory from {@code --weights}; {@code scripts/serve} passes {@code scripts/minilm}'s).
+     */
+    public static final String MINILM = "minilm";
+
     /** The models a service can serve. */
-    public static final Set<String> MODELS = Set.of("mlp", "resnet18");
+    public static final Set<String> MODELS = Set.of("mlp", "resnet18", MINILM);
 
     /** The options, as a usage message prints them. */
     public static final String USAGE = """
-            usage: serve --model mlp|resnet18 [--weights FILE] [--port 8080] [--batching]
+            usage: serve --model mlp|resnet18|minilm [--weights FILE|DIR] [--port 8080] [--batching|--no-batching]
                          [--batch-window-us 2000] [--max-batch N] [--runner-threads N] [--torch-threads 1]
-                         [--max-body-mb 64]""";
+                         [--max-body-mb 64] [--max-queue 1000] [--timeout-ms 0]""";
 
     /** A bad command line: the message says what, and {@link #USAGE} the rest. */
     public static final class UsageException extends IllegalArgumentException {
@@ -39,7 +53,10 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
     }
 
     /**
-     * Reads the command line.
+     * Reads the command line. Batching is off unless {@code --batching} for mlp and resnet18, and on
+     * unless {@code --no-batching} for minilm: one text a request is the embedding endpoint's usual
+     * load, and a forward pass of many texts costs little more Python than one of a single text, so
+     * the texts of requests in flight at once run as one call.
      *
      * @param args the options above
      * @return the settings
@@ -49,29 +66,32 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
         List<String> models = null;
         Path weights = null;
         int port = 8080;
-        boolean batching = false;
+        Boolean batching = null;
         long window = 2000;
         int maxBatch = 0;
         int runnerThreads = 0;
         int torchThreads = 0;
         long maxBodyMb = 64;
+        int maxQueue = ServedModels.MAX_QUEUE;
+        long timeoutMillis = 0;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             switch (a) {
                 case "--batching" -> batching = true;
+                case "--no-batching" -> batching = false;
                 case "--model" -> {
                     models = new ArrayList<>();
                     for (String m : value(args, ++i, a).split(",")) {
                         if (!MODELS.contains(m)) {
-                            throw new UsageException("unknown model '" + m + "': choose mlp or resnet18");
+                            throw new UsageException("unknown model '" + m + "': choose mlp, resnet18 or minilm");
                         }
                         models.add(m);
                     }
                 }
                 case "--weights" -> {
                     weights = Path.of(value(args, ++i, a));
-                    if (!Files.isRegularFile(weights)) {
-                        throw new UsageException("--weights " + weights + ": no such file");
+                    if (!Files.exists(weights)) {
+                        throw new UsageException("--weights " + weights + ": no such file or directory");
                     }
                 }
                 case "--port" -> port = (int) number(args, ++i, a, 0, 65535);
@@ -80,14 +100,27 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
                 case "--runner-threads" -> runnerThreads = (int) number(args, ++i, a, 1, 64);
                 case "--torch-threads" -> torchThreads = (int) number(args, ++i, a, 1, 256);
                 case "--max-body-mb" -> maxBodyMb = number(args, ++i, a, 1, 1024);
+                case "--max-queue" -> maxQueue = (int) number(args, ++i, a, 1, 1_000_000);
+                case "--timeout-ms" -> timeoutMillis = number(args, ++i, a, 0, 3_600_000);
                 default -> throw new UsageException("unknown option '" + a + "'");
             }
         }
         if (models == null) {
             throw new UsageException("--model is required");
         }
-        return new ServeOptions(List.copyOf(models), weights, port, batching, window, maxBatch, runnerThreads,
-                torchThreads, maxBodyMb << 20);
+        boolean minilm = models.contains(MINILM);
+        if (minilm && models.size() > 1) {
+            throw new UsageException("--model " + String.join(",", models) + ": minilm is served alone");
+        }
+        if (minilm && (weights == null || !Files.isDirectory(weights))) {
+            throw new UsageException("--model minilm needs --weights DIR, a sentence-transformers model directory "
+                    + "(scripts/serve gives scripts/minilm's)" + (weights == null ? "" : "; " + weights + " is not one"));
+        }
+        if (!minilm && weights != null && !Files.isRegularFile(weights)) {
+            throw new UsageException("--weights " + weights + ": not a file (mlp and resnet18 take a state_dict file)");
+        }
+        return new ServeOptions(List.copyOf(models), weights, port, batching != null ? batching : minilm, window,
+                maxBatch, runnerThreads, torchThreads, maxBodyMb << 20, maxQueue, timeoutMillis);
     }
 
     private static String value(String[] args, int i, String option) {

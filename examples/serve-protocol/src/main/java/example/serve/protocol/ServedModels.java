@@ -2,6 +2,7 @@ package example.serve.protocol;
 
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.model.PythonModel;
+import io.github.dlpack4j.model.SentenceTransformers;
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 import io.github.dlpack4j.python.PythonException;
@@ -14,12 +15,14 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * The served models as dlpack4j-model's {@link PythonModel}s: each built by
+ * The served models as dlpack4j-model's {@link PythonModel}s, with the service's batching, threads,
+ * queue and deadline: mlp and resnet18 each built by
  * {@code serve_models.served(name, weights, torch_threads)} (the models' Python code, a resource of
- * this jar), with its one input and output declared, and the service's batching, threads and queue.
+ * this jar), with its one input and output declared; minilm by dlpack4j-model's
+ * {@link SentenceTransformers} from its directory.
  */
 public final class ServedModels {
-    /** How many requests of one model may wait for it; past it the service answers 503. */
+    /** How many requests of one model may wait for it by default ({@code --max-queue}); past it the service refuses them. */
     public static final int MAX_QUEUE = 1_000;
 
     private ServedModels() {
@@ -38,7 +41,7 @@ public final class ServedModels {
         Map<String, PythonModel> models = new LinkedHashMap<>();
         try {
             for (String name : options.models()) {
-                models.put(name, load(py, options, name));
+                models.put(name, name.equals(ServeOptions.MINILM) ? loadMinilm(py, options) : load(py, options, name));
             }
         } catch (RuntimeException e) {
             models.values().forEach(PythonModel::close);
@@ -55,7 +58,7 @@ public final class ServedModels {
                         options.weights() == null ? null : options.weights().toString(), options.torchThreads())
                 .torchInputs() // run(x) gets a torch tensor over the request's memory, made in Java
                 .workers(options.runnerThreads(name))
-                .maxQueue(MAX_QUEUE);
+                .maxQueue(options.maxQueue());
         switch (name) {
             case "mlp" -> b.input("x", DataType.FLOAT32, -1, 256).output("y", DataType.FLOAT32, -1, 16);
             case "resnet18" -> b.input("x", DataType.FLOAT32, -1, 3, 224, 224).output("y", DataType.FLOAT32, -1, 1000);
@@ -63,6 +66,36 @@ public final class ServedModels {
         }
         if (options.batching()) {
             b.batching(options.maxBatch(name), Duration.ofNanos(options.batchWindowMicros() * 1000));
+        }
+        if (options.timeoutMillis() > 0) {
+            b.timeout(Duration.ofMillis(options.timeoutMillis()));
+        }
+        return b.build();
+    }
+
+    /**
+     * {@return minilm: {@code SentenceTransformer(dir)} as a model of one text input and two outputs,
+     * the embeddings and each text's token count ({@link SentenceTransformers#embeddings})}. The
+     * model's threads take the torch thread count of the thread that builds it, so it is set here
+     * first, as {@code serve_models.served} does for the others.
+     */
+    private static PythonModel loadMinilm(Python py, ServeOptions options) {
+        py.withGil(() -> {
+            try (PyObject torch = py.importModule("torch")) {
+                torch.callMethod("set_num_threads", options.torchThreads()).close();
+            }
+            return null;
+        });
+        SentenceTransformers.Builder b = SentenceTransformers.embeddings(options.weights())
+                .python(py)
+                .name(ServeOptions.MINILM)
+                .workers(options.runnerThreads(ServeOptions.MINILM))
+                .maxQueue(options.maxQueue());
+        if (options.batching()) {
+            b.batching(options.maxBatch(ServeOptions.MINILM), Duration.ofNanos(options.batchWindowMicros() * 1000));
+        }
+        if (options.timeoutMillis() > 0) {
+            b.timeout(Duration.ofMillis(options.timeoutMillis()));
         }
         return b.build();
     }
