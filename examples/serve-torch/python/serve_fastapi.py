@@ -3,15 +3,18 @@
 It serves the same Open Inference Protocol (KServe v2) endpoints as the Java service, with JSON
 tensors and the binary tensor data extension, with uvicorn's httptools and uvloop, in ``--workers``
 processes (2), each with one torch thread (``torch.set_num_threads(1)``), as a FastAPI user tunes a
-CPU model on a 2-core machine.
+CPU model on a 2-core machine. For ``minilm`` it serves OpenAI's ``POST /v1/embeddings`` instead,
+as a FastAPI user writes it: a pydantic request model, and sentence-transformers'
+``SentenceTransformer.encode`` on each request's texts.
 
-``serve_fastapi.py --model mlp|resnet18 [--weights FILE] [--port 8080] [--workers 2]`` binds
-127.0.0.1, prints one line once every worker answers, and stops on SIGTERM (uvicorn's own).
+``serve_fastapi.py --model mlp|resnet18|minilm [--weights FILE|DIR] [--port 8080] [--workers 2]``
+binds 127.0.0.1, prints one line once every worker answers, and stops on SIGTERM (uvicorn's own).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import json
 import os
@@ -24,11 +27,14 @@ import urllib.request
 import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Literal
 
 import torch
 import uvicorn
 from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import serve_models
@@ -61,13 +67,19 @@ class Served:
 
 
 SERVED: dict[str, Served] = {}
+EMBEDDERS: dict[str, object] = {}  # minilm: the SentenceTransformer
 
 
 @contextlib.asynccontextmanager
 async def lifespan(_: FastAPI) -> AsyncIterator[None]:
     """Build the model before the worker takes requests."""
     name = os.environ["SERVE_MODEL"]
-    SERVED[name] = Served(name, os.environ.get("SERVE_WEIGHTS") or None)
+    weights = os.environ.get("SERVE_WEIGHTS") or None
+    if name == MINILM:
+        torch.set_num_threads(1)
+        EMBEDDERS[name] = serve_models.sentence_transformer(weights)
+    else:
+        SERVED[name] = Served(name, weights)
     yield
 
 
@@ -226,6 +238,88 @@ async def infer(name: str, request: Request) -> Response:
     return Response(json.dumps(response, separators=(",", ":")), media_type="application/json")
 
 
+# ---------------------------------------------------------------- OpenAI's embeddings endpoint (minilm)
+
+MINILM = "minilm"
+MAX_INPUTS = 2048  # the most texts of one request, as OpenAI's API takes
+
+
+class EmbeddingsRequest(BaseModel):
+    """OpenAI's embeddings request: one string or 1 to 2,048 strings, none empty; other fields refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: str | list[str] = Field(min_length=1)
+    model: str
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: int | None = Field(default=None, ge=1)
+    user: str | None = None
+
+    @field_validator("input")
+    @classmethod
+    def _texts(cls, value: str | list[str]) -> str | list[str]:
+        texts = [value] if isinstance(value, str) else value
+        if len(texts) > MAX_INPUTS:
+            msg = f"input has more than {MAX_INPUTS} items"
+            raise ValueError(msg)
+        for i, text in enumerate(texts):
+            if not text:
+                msg = f"'$.input[{i}]' is an empty string, which OpenAI's API refuses too"
+                raise ValueError(msg)
+            try:
+                text.encode()
+            except UnicodeEncodeError as e:  # a lone surrogate from a \ud800 escape
+                msg = f"'$.input[{i}]' has a lone surrogate at index {e.start}, which UTF-8 cannot carry"
+                raise ValueError(msg) from e
+        return value
+
+
+def openai_error(status: int, message: str, param: str | None = None, type_: str = "invalid_request_error",
+                 code: str | None = None) -> JSONResponse:  # fmt: skip
+    """Return OpenAI's error object."""
+    return JSONResponse({"error": {"message": message, "type": type_, "param": param, "code": code}}, status)
+
+
+@app.exception_handler(RequestValidationError)
+async def invalid_request(_: Request, exc: RequestValidationError) -> Response:
+    """Answer a request that pydantic refused as OpenAI does: 400, the field at fault as ``param``."""
+    first = exc.errors()[0]
+    if first.get("type") == "json_invalid":
+        return openai_error(400, f"malformed JSON: {first.get('ctx', {}).get('error', first.get('msg'))}")
+    loc = [str(part) for part in first.get("loc", ()) if part != "body"]
+    return openai_error(400, f"{'.'.join(loc) or 'the request'}: {first.get('msg')}", loc[0] if loc else None)
+
+
+@app.post("/v1/embeddings", response_model=None)
+async def embeddings(request: EmbeddingsRequest) -> Response:
+    """Embed the request's texts with ``encode`` (this worker's one torch thread) and count their tokens."""
+    model = EMBEDDERS.get(request.model)
+    if model is None:
+        return openai_error(404, f"the model '{request.model}' does not exist: this service serves '{MINILM}'",
+                            "model", code="model_not_found")  # fmt: skip
+    dim = model.get_embedding_dimension()
+    if request.dimensions is not None and request.dimensions != dim:
+        return openai_error(400, f"model {MINILM} makes embeddings of {dim} dimensions and cannot make them of "
+                            f"{request.dimensions}", "dimensions")  # fmt: skip
+    texts = [request.input] if isinstance(request.input, str) else request.input
+    try:
+        vectors = model.encode(texts)
+        tokens = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]
+    except Exception as e:  # the model's error, whatever it is, goes back to the client
+        return openai_error(500, f"the model raised {type(e).__name__}: {e}", type_="server_error")
+    if request.encoding_format == "base64":
+        data = [base64.b64encode(v.astype("<f4").tobytes()).decode() for v in vectors]
+    else:
+        data = vectors.tolist()
+    used = sum(len(ids) for ids in tokens)
+    return JSONResponse({
+        "object": "list",
+        "data": [{"object": "embedding", "index": i, "embedding": e} for i, e in enumerate(data)],
+        "model": request.model,
+        "usage": {"prompt_tokens": used, "total_tokens": used},
+    })  # fmt: skip
+
+
 def _wait_for_workers(port: int, workers: int, line: str) -> None:
     """Print ``line`` once ``workers`` distinct workers answered the ready endpoint (at most 300 s)."""
     pids: set[str] = set()
@@ -242,12 +336,15 @@ def _wait_for_workers(port: int, workers: int, line: str) -> None:
 def main() -> None:
     """Bind 127.0.0.1:PORT and serve with uvicorn's workers."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, choices=sorted(serve_models.SPECS))
-    parser.add_argument("--weights")
+    parser.add_argument("--model", required=True, choices=[*sorted(serve_models.SPECS), MINILM])
+    parser.add_argument("--weights", help="a state_dict file; for minilm the sentence-transformers directory")
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batching", action="store_true", help="accepted as scripts/serve's; no batching here")
     args = parser.parse_args()
+    if args.model == MINILM and not (args.weights and Path(args.weights).is_dir()):
+        parser.error("--model minilm needs --weights DIR, a sentence-transformers directory (scripts/serve gives "
+                     "scripts/minilm's)")  # fmt: skip
     if args.batching:
         print("serve_fastapi: --batching: FastAPI + uvicorn has no dynamic batching here; ignored", file=sys.stderr)
     os.environ["SERVE_MODEL"] = args.model
@@ -262,9 +359,12 @@ def main() -> None:
         f"httptools + uvloop, torch threads 1 per worker, {weights})"
     )
     threading.Thread(target=_wait_for_workers, args=(port, args.workers, line), daemon=True).start()
+    # timeout_worker_healthcheck: uvicorn kills a worker that does not answer its supervisor's ping
+    # within 5 s by default; on 2 cores a worker importing torch and transformers beside the other
+    # held the GIL longer than that, and minilm's workers were killed and restarted for minutes.
     config = uvicorn.Config(
         "serve_fastapi:app", workers=args.workers, http="httptools", loop="uvloop",
-        log_level="warning", access_log=False, timeout_graceful_shutdown=8,
+        log_level="warning", access_log=False, timeout_graceful_shutdown=8, timeout_worker_healthcheck=60,
     )  # fmt: skip
     server = uvicorn.Server(config)
     if args.workers > 1:

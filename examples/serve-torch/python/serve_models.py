@@ -3,7 +3,9 @@
 Both services build their model with :func:`build`, so they serve the same weights: FastAPI runs
 it with the function :func:`runner` returns, the Java service with the one :func:`served` returns
 (dlpack4j-model's calling convention). Without a weights file the weights are torch's own
-initialisation after ``torch.manual_seed(seed)``; nothing is downloaded.
+initialisation after ``torch.manual_seed(seed)``; nothing is downloaded. ``minilm``, the text
+embedding model, is a sentence-transformers directory instead: FastAPI loads it with
+:func:`sentence_transformer`, the Java service with dlpack4j-model's ``SentenceTransformers``.
 
 ``python serve_models.py save MODEL FILE [--seed N]`` writes such a ``state_dict`` to FILE.
 """
@@ -45,28 +47,45 @@ SPECS: dict[str, ModelSpec] = {
 }
 
 
-def _torchvision_models() -> object:
-    """Import ``torchvision.models``, also where torchvision's C operators cannot load.
+def torchvision_usable() -> bool:
+    """Let ``import torchvision`` work also where torchvision's C operators cannot load; return whether it is installed.
 
     The package index here serves torchvision's CUDA build only, whose ``_C`` library needs torch's
     CUDA libraries, which the CPU torch lacks. ``import torchvision`` then fails on registering
     fake kernels for ``torchvision::nms`` and ``torchvision::qnms``, operators that ``_C`` would
-    have defined. ResNet-18 uses none of torchvision's operators, so their schemas are defined
-    here (never their kernels) when ``_C`` does not load; a working torchvision is left as it is.
+    have defined; transformers imports torchvision whenever it is installed, so sentence-transformers
+    fails the same way. ResNet-18 and the text models use none of torchvision's operators, so their
+    schemas are defined here (never their kernels) when ``_C`` does not load; a working torchvision
+    is left as it is.
     """
     spec = importlib.util.find_spec("torchvision")
     if spec is None or spec.origin is None:
-        msg = "resnet18 needs torchvision, which this Python lacks"
-        raise ModuleNotFoundError(msg)
+        return False
     library = next(pathlib.Path(spec.origin).parent.glob("_C*.so"), None)
     if not _loads(library) and not _defined("nms"):
         schemas = torch.library.Library("torchvision", "DEF")
         for op in ("nms", "qnms"):
             schemas.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
         _SCHEMAS.append(schemas)  # the library object keeps the schemas defined while it lives
+    return True
+
+
+def _torchvision_models() -> object:
+    """Import ``torchvision.models`` (see :func:`torchvision_usable`)."""
+    if not torchvision_usable():
+        msg = "resnet18 needs torchvision, which this Python lacks"
+        raise ModuleNotFoundError(msg)
     import torchvision.models
 
     return torchvision.models
+
+
+def sentence_transformer(directory: str) -> object:
+    """Load ``SentenceTransformer(directory)`` on the CPU in eval mode (minilm's directory is ``scripts/minilm``'s)."""
+    torchvision_usable()
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(directory, device="cpu").eval()
 
 
 def _loads(library: pathlib.Path | None) -> bool:
