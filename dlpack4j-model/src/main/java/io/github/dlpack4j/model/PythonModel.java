@@ -769,6 +769,8 @@ public final class PythonModel implements AutoCloseable {
         private Duration timeout;
         private Duration streamTimeout;
         private ModelListener listener;
+        /** The warm-up's inputs ({@link #warmUp(Map)}); null for zeros and a line of text. */
+        private Map<String, ?> warmUpInputs;
 
         private Builder() {
         }
@@ -1017,6 +1019,20 @@ public final class PythonModel implements AutoCloseable {
         }
 
         /**
+         * The inputs of the warm-up call that {@link #build()} makes (by default zeros of the
+         * declared tensor inputs, -1 extents as 1, and the text {@code "dlpack4j warm-up"}): for a
+         * model whose inputs must mean something, a JSON text for instance. The map's values are
+         * as for {@link PythonModel#run}; the caller keeps its tensors and closes them.
+         *
+         * @param inputs the warm-up's inputs by name
+         * @return this builder
+         */
+        public Builder warmUp(Map<String, ?> inputs) {
+            this.warmUpInputs = Map.copyOf(inputs);
+            return this;
+        }
+
+        /**
          * A deadline for each stream ({@link PythonModel#stream}) as a whole, from its subscription
          * to its last item (default none): past it the stream fails with
          * {@link ModelTimeoutException} and its generator is closed. {@link #timeout} bounds a
@@ -1083,7 +1099,11 @@ public final class PythonModel implements AutoCloseable {
             Map<String, Object> given = new LinkedHashMap<>();
             try {
                 for (Signature.Port p : inputs) {
-                    given.put(p.name(), p.kind() == Signature.Kind.TEXT ? WARM_UP_TEXT
+                    Object v = warmUpInputs != null ? warmUpInputs.get(p.name()) : null;
+                    if (v instanceof Tensor t) {
+                        v = t.share(); // closed below, as the zeros are
+                    }
+                    given.put(p.name(), v != null ? v : p.kind() == Signature.Kind.TEXT ? WARM_UP_TEXT
                             : Tensor.zeros(p.spec().dtype(), p.spec().warmUpShape()));
                 }
                 List<Object> ordered = signature.order(given);

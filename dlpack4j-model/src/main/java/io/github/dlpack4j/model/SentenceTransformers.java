@@ -1,14 +1,8 @@
 package io.github.dlpack4j.model;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
-import java.util.List;
-import java.util.Objects;
 
 import io.github.dlpack4j.DataType;
-import io.github.dlpack4j.python.PyObject;
-import io.github.dlpack4j.python.Python;
 
 /**
  * A sentence-transformers model directory as a {@link PythonModel}: the model's own Python
@@ -52,7 +46,8 @@ public final class SentenceTransformers {
     /** A cross-encoder's output: FLOAT32 {@code [-1]}, a score a pair. */
     public static final String SCORE = "score";
 
-    private static final String HELPERS = "dlpack4j_text";
+    /** The Python helpers of text models, {@code dlpack4j_text.py}. */
+    static final String HELPERS = "dlpack4j_text";
 
     private SentenceTransformers() {
     }
@@ -76,44 +71,22 @@ public final class SentenceTransformers {
     }
 
     /**
-     * The settings of a sentence-transformers model; those of the runtime ({@link #batching},
-     * {@link #workers}, {@link #maxQueue}, {@link #timeout}, {@link #listener}) are
-     * {@link PythonModel.Builder}'s.
+     * The settings of a sentence-transformers model: {@link #normalize} and {@link #chunk}, and
+     * those of the runtime ({@link #batching}, {@link #workers}, {@link #maxQueue}, {@link #timeout},
+     * {@link #listener}), which are {@link PythonModel.Builder}'s.
      */
-    public static final class Builder {
-        private final Path dir;
+    public static final class Builder extends TextModelBuilder<Builder> {
         private final boolean crossEncoder;
-        private final PythonModel.Builder model = PythonModel.builder();
-        private Python python;
-        private String name;
         private boolean normalize;
         private int chunk = 32;
 
         private Builder(Path dir, boolean crossEncoder) {
-            this.dir = Objects.requireNonNull(dir, "dir").toAbsolutePath();
+            super(dir);
             this.crossEncoder = crossEncoder;
         }
 
-        /**
-         * The interpreter to load the model into; {@link Python#start()} when not given.
-         *
-         * @param python the process's interpreter
-         * @return this builder
-         */
-        public Builder python(Python python) {
-            this.python = Objects.requireNonNull(python, "python");
-            model.python(python);
-            return this;
-        }
-
-        /**
-         * Names the model (in errors, thread names, stats and JFR events); the directory's name by default.
-         *
-         * @param name the model's name
-         * @return this builder
-         */
-        public Builder name(String name) {
-            this.name = Objects.requireNonNull(name, "name");
+        @Override
+        Builder self() {
             return this;
         }
 
@@ -147,63 +120,6 @@ public final class SentenceTransformers {
         }
 
         /**
-         * Dynamic batching across callers, as {@link PythonModel.Builder#batching}: the texts of the
-         * requests in a batch run as one model call.
-         *
-         * @param maxBatchRows the most rows (texts) of one model call, at least 1
-         * @param maxDelay     the longest a batch waits for more requests
-         * @return this builder
-         */
-        public Builder batching(int maxBatchRows, Duration maxDelay) {
-            model.batching(maxBatchRows, maxDelay);
-            return this;
-        }
-
-        /**
-         * How many model calls may run at once, as {@link PythonModel.Builder#workers}.
-         *
-         * @param calls the number of the model's threads, at least 1
-         * @return this builder
-         */
-        public Builder workers(int calls) {
-            model.workers(calls);
-            return this;
-        }
-
-        /**
-         * How many requests may wait, as {@link PythonModel.Builder#maxQueue}.
-         *
-         * @param requests the queue's size, at least 1
-         * @return this builder
-         */
-        public Builder maxQueue(int requests) {
-            model.maxQueue(requests);
-            return this;
-        }
-
-        /**
-         * A deadline per call, as {@link PythonModel.Builder#timeout}.
-         *
-         * @param perCall the deadline, more than zero
-         * @return this builder
-         */
-        public Builder timeout(Duration perCall) {
-            model.timeout(perCall);
-            return this;
-        }
-
-        /**
-         * A listener of each request's outcome, as {@link PythonModel.Builder#listener}.
-         *
-         * @param listener the listener, quick and never throwing
-         * @return this builder
-         */
-        public Builder listener(ModelListener listener) {
-            model.listener(listener);
-            return this;
-        }
-
-        /**
          * Loads the model once, declares its inputs and outputs (the embedding's dimension from the
          * model) and builds the {@link PythonModel}, warmed up.
          *
@@ -212,21 +128,8 @@ public final class SentenceTransformers {
          * @throws io.github.dlpack4j.python.PythonException if sentence-transformers cannot load it
          */
         public PythonModel build() {
-            if (!Files.isDirectory(dir)) {
-                throw new IllegalArgumentException(dir + " is not a directory: give a sentence-transformers model's directory");
-            }
-            Python py = python != null ? python : Python.start();
-            model.python(py);
-            List<?> loaded = py.withGil(() -> {
-                try (PyObject helpers = PythonModules.module(py, HELPERS);
-                     PyObject r = helpers.callMethod(crossEncoder ? "load_cross_encoder" : "load_embedder",
-                             dir.toString(), "cpu")) {
-                    return (List<?>) r.toJava();
-                }
-            });
-            long key = (Long) loaded.get(0);
-            try {
-                model.name(name != null ? name : dir.getFileName().toString());
+            return build(crossEncoder ? "load_cross_encoder" : "load_embedder", (model, loaded) -> {
+                long key = (Long) loaded.get(0);
                 if (crossEncoder) {
                     model.factory(HELPERS, "cross_encoder", key, chunk)
                             .textInput(QUERY).textInput(PASSAGE).output(SCORE, DataType.FLOAT32, -1);
@@ -235,14 +138,7 @@ public final class SentenceTransformers {
                             .textInput(TEXT).output(EMBEDDING, DataType.FLOAT32, -1, (Long) loaded.get(1))
                             .valueOutput(TOKENS);
                 }
-                return model.build();
-            } finally { // the factory took the model, or failed before: either way it is not kept twice
-                py.withGil(() -> {
-                    try (PyObject helpers = PythonModules.module(py, HELPERS)) {
-                        helpers.callMethod("discard", key).close();
-                    }
-                });
-            }
+            });
         }
     }
 }
