@@ -26,10 +26,12 @@ import java.util.Set;
  *                          (v2) or 429 ({@code /v1/embeddings}) ({@code --max-queue}, 1,000)
  * @param timeoutMillis     each model call's deadline from its admission, queue wait included; past it the
  *                          service answers 504 ({@code --timeout-ms}; 0, the default: none)
+ * @param chunk             minilm's texts per forward pass ({@code --chunk}, 8): a model call runs its texts
+ *                          sorted by length in chunks of this many, each padded to its longest text
  */
 public record ServeOptions(List<String> models, Path weights, int port, boolean batching, long batchWindowMicros,
                            int maxBatchRows, int runnerThreadsOption, int torchThreadsOption, long maxBodyBytes,
-                           int maxQueue, long timeoutMillis) {
+                           int maxQueue, long timeoutMillis, int chunk) {
     /**
      * all-MiniLM-L6-v2, a sentence-transformers embedding model, answered at {@code POST /v1/embeddings}
      * (its directory from {@code --weights}; {@code scripts/serve} passes {@code scripts/minilm}'s).
@@ -43,7 +45,7 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
     public static final String USAGE = """
             usage: serve --model mlp|resnet18|minilm [--weights FILE|DIR] [--port 8080] [--batching|--no-batching]
                          [--batch-window-us 2000] [--max-batch N] [--runner-threads N] [--torch-threads 1]
-                         [--max-body-mb 64] [--max-queue 1000] [--timeout-ms 0]""";
+                         [--max-body-mb 64] [--max-queue 1000] [--timeout-ms 0] [--chunk 8]""";
 
     /** A bad command line: the message says what, and {@link #USAGE} the rest. */
     public static final class UsageException extends IllegalArgumentException {
@@ -56,7 +58,10 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
      * Reads the command line. Batching is off unless {@code --batching} for mlp and resnet18, and on
      * unless {@code --no-batching} for minilm: one text a request is the embedding endpoint's usual
      * load, and a forward pass of many texts costs little more Python than one of a single text, so
-     * the texts of requests in flight at once run as one call.
+     * the texts of requests in flight at once run as one call. Its chunks are 8 texts rather than
+     * sentence-transformers' 32: a call's texts are the few requests that came together, of any
+     * length, and each chunk is padded to its longest; {@code encode}'s 32 suits a corpus sorted by
+     * length as a whole.
      *
      * @param args the options above
      * @return the settings
@@ -74,6 +79,7 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
         long maxBodyMb = 64;
         int maxQueue = ServedModels.MAX_QUEUE;
         long timeoutMillis = 0;
+        int chunk = 8;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             switch (a) {
@@ -102,6 +108,7 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
                 case "--max-body-mb" -> maxBodyMb = number(args, ++i, a, 1, 1024);
                 case "--max-queue" -> maxQueue = (int) number(args, ++i, a, 1, 1_000_000);
                 case "--timeout-ms" -> timeoutMillis = number(args, ++i, a, 0, 3_600_000);
+                case "--chunk" -> chunk = (int) number(args, ++i, a, 1, 4096);
                 default -> throw new UsageException("unknown option '" + a + "'");
             }
         }
@@ -120,7 +127,7 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
             throw new UsageException("--weights " + weights + ": not a file (mlp and resnet18 take a state_dict file)");
         }
         return new ServeOptions(List.copyOf(models), weights, port, batching != null ? batching : minilm, window,
-                maxBatch, runnerThreads, torchThreads, maxBodyMb << 20, maxQueue, timeoutMillis);
+                maxBatch, runnerThreads, torchThreads, maxBodyMb << 20, maxQueue, timeoutMillis, chunk);
     }
 
     private static String value(String[] args, int i, String option) {
@@ -165,10 +172,18 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
         return torchThreadsOption > 0 ? torchThreadsOption : 1;
     }
 
-    /** {@return one line of the settings, as the ready line and scripts/loadtest print them} */
+    /**
+     * {@return one line of the settings, as the ready line and scripts/loadtest print them}: minilm's
+     * chunk, queue and deadline too
+     */
     public String describe() {
-        return describe(torchThreads(), models.stream().map(this::runnerThreads).toList(), batching, batchWindowMicros,
-                models.stream().map(this::maxBatch).toList(), weights == null ? null : weights.toString());
+        String line = describe(torchThreads(), models.stream().map(this::runnerThreads).toList(), batching,
+                batchWindowMicros, models.stream().map(this::maxBatch).toList(), weights == null ? null : weights.toString());
+        if (!models.contains(MINILM)) {
+            return line;
+        }
+        return line + ", chunks of " + chunk + " texts, queue " + maxQueue + ", "
+                + (timeoutMillis > 0 ? "deadline " + timeoutMillis + " ms" : "no deadline");
     }
 
     /**

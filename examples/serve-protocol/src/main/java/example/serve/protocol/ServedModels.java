@@ -89,6 +89,7 @@ public final class ServedModels {
         SentenceTransformers.Builder b = SentenceTransformers.embeddings(options.weights())
                 .python(py)
                 .name(ServeOptions.MINILM)
+                .chunk(options.chunk())
                 .workers(options.runnerThreads(ServeOptions.MINILM))
                 .maxQueue(options.maxQueue());
         if (options.batching()) {
