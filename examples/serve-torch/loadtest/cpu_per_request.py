@@ -47,7 +47,7 @@ def main() -> None:
     """Profile one service and print a line per connection count."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--service", default="java", choices=list(loadtest.SERVICES))
-    parser.add_argument("--model", default="mlp", choices=["mlp", "resnet18"])
+    parser.add_argument("--model", default="mlp", choices=["mlp", "resnet18", loadtest.MINILM])
     parser.add_argument("--connections", default="1,8,64")
     parser.add_argument("--warmup", type=float, default=15)
     parser.add_argument("--duration", type=float, default=5)

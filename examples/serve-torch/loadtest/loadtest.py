@@ -9,6 +9,12 @@ wrk run, bounded by ``--duration``. The table has requests/s,
 p50, p99 and errors of each service, the ratios of the Java ones to FastAPI's and of the Spring ones
 to Helidon's; the settings and start-up time of each are printed beside it.
 
+``--model minilm`` serves all-MiniLM-L6-v2 (``scripts/minilm``'s directory) with OpenAI's
+``POST /v1/embeddings``: the Java service (batching by default) and FastAPI, at 64 connections
+unless told, each request one sentence of ``sentences.txt`` (5 to 53 words, cycled by
+``embeddings.lua``). Before the load, the same request of a few sentences goes to each service
+and their embeddings must agree (cosine at least 0.9999 per sentence, the same token counts).
+
 ``--soak`` runs the Java service alone: its peak rate at 64 connections, then ``--soak-duration``
 (10 minutes) at 80% of it. It passes with no errors, the resident set after the warm-up (the first
 tenth) within 5% of its first value, and live exports and native bytes (``GET /admin/stats``) back
@@ -38,6 +44,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent.parent
 SERVE = ROOT / "scripts" / "serve"
 LUA = HERE / "infer.lua"
+EMBEDDINGS_LUA = HERE / "embeddings.lua"
+SENTENCES = HERE / "sentences.txt"
+MINILM = "minilm"
+MIN_COSINE = 0.9999  # the Java service's and FastAPI's embeddings of one sentence agree at least this well
 READY = re.compile(r"^serve-torch: \S+ ready on http://127\.0\.0\.1:(\d+) \((.*)\)$")
 SERVICES = {
     "java": ("Java + dlpack4j", []),
@@ -153,6 +163,55 @@ def answer(s: Service, model: str, header_length: int, body: bytes) -> np.ndarra
     return np.asarray(json.loads(data)["outputs"][0]["data"], dtype=np.float32)
 
 
+def embed(s: Service, texts: list[str]) -> tuple[np.ndarray, int]:
+    """Return a service's embeddings of ``texts`` (one request) and its token count, its answer's shape checked."""
+    body = json.dumps({"input": texts, "model": MINILM}).encode()
+    req = urllib.request.Request(s.url("/v1/embeddings"), data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        answer = json.loads(r.read())
+    if answer.get("object") != "list" or answer.get("model") != MINILM:
+        msg = f"{s.key}: not an embeddings list of {MINILM}: {str(answer)[:300]}"
+        raise RuntimeError(msg)
+    data = answer["data"]
+    if [d["index"] for d in data] != list(range(len(texts))) or any(d["object"] != "embedding" for d in data):
+        msg = f"{s.key}: the data's items are not the embeddings of the inputs in order"
+        raise RuntimeError(msg)
+    usage = answer["usage"]
+    if usage["prompt_tokens"] != usage["total_tokens"]:
+        msg = f"{s.key}: prompt_tokens {usage['prompt_tokens']} and total_tokens {usage['total_tokens']} differ"
+        raise RuntimeError(msg)
+    return np.asarray([d["embedding"] for d in data], dtype=np.float32), usage["prompt_tokens"]
+
+
+def check_embeddings(services: list[Service]) -> str:
+    """Send the same sentences to each service; fail unless their embeddings and token counts agree with the first's."""
+    texts = sentences()[:5]
+    first, first_tokens = embed(services[0], texts)
+    worst = 1.0
+    for s in services[1:]:
+        got, tokens = embed(s, texts)
+        if got.shape != first.shape or tokens != first_tokens:
+            msg = f"{s.key}: shape {got.shape}, {tokens} tokens; {services[0].key}: {first.shape}, {first_tokens}"
+            raise RuntimeError(msg)
+        cosine = np.sum(got * first, axis=1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(first, axis=1))
+        worst = min(worst, float(cosine.min()))
+        if cosine.min() < MIN_COSINE:
+            msg = f"{s.key} embeds otherwise than {services[0].key}: cosine {cosine.min():.6f} < {MIN_COSINE}"
+            raise RuntimeError(msg)
+    return (f"the services agree on {len(texts)} sentences: cosine at least {worst:.7f} (>= {MIN_COSINE}), "
+            f"{first_tokens} tokens, {first.shape[1]} dimensions")  # fmt: skip
+
+
+def sentences() -> list[str]:
+    """Return the load test's sentences (sentences.txt, one a line)."""
+    return [line for line in SENTENCES.read_text(encoding="utf-8").splitlines() if line]
+
+
+def minilm_dir() -> str:
+    """Return all-MiniLM-L6-v2's directory, made by scripts/minilm if it is not there yet (both services serve it)."""
+    return subprocess.run([str(ROOT / "scripts" / "minilm")], capture_output=True, text=True, check=True).stdout.strip()
+
+
 def stats(s: Service) -> dict[str, object]:
     """Return the Java service's ``GET /admin/stats``."""
     with urllib.request.urlopen(s.url("/admin/stats"), timeout=30) as r:
@@ -202,11 +261,18 @@ def wrk(s: Service, model: str, request_file: Path, connections: int, seconds: f
     """Run wrk against a service for ``seconds`` (bounded: wrk stops itself) and read its figures."""
     threads = min(2, connections)
     args = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency", "--timeout", "30s",
-            "-s", str(LUA), s.url(), "--", model, str(request_file)]  # fmt: skip
+            *script(s, model, request_file)]  # fmt: skip
     if rate:
         args.append(str(rate / threads))
     out = subprocess.run(args, capture_output=True, text=True, timeout=seconds + 60, check=True).stdout
     return read_wrk(out)
+
+
+def script(s: Service, model: str, request_file: Path) -> list[str]:
+    """Return wrk's script, URL and script arguments for ``model``'s requests in ``request_file``."""
+    if model == MINILM:
+        return ["-s", str(EMBEDDINGS_LUA), s.url(), "--", str(request_file)]
+    return ["-s", str(LUA), s.url(), "--", model, str(request_file)]
 
 
 JIT_SETTLED = 0.05  # the JIT compilers' share of a core below which a Java service counts as warm
@@ -285,7 +351,15 @@ def read_wrk(out: str) -> Run:
 
 
 def request_file(directory: Path, model: str) -> tuple[Path, int, bytes]:
-    """Write the binary request of ``model`` (one row) for wrk; return it, its header length and body."""
+    """Write the binary request of ``model`` (one row) for wrk; return it, its header length and body.
+
+    For minilm: the embeddings requests of one sentence each, a JSON body a line (the first body returned).
+    """
+    if model == MINILM:
+        bodies = [json.dumps({"input": t, "model": MINILM}) for t in sentences()]
+        path = directory / "minilm.bodies"
+        path.write_text("\n".join(bodies) + "\n", encoding="ascii")
+        return path, -1, bodies[0].encode()
     header_length, body = make_request.request(model, 1, binary=True)
     path = directory / f"{model}.request"
     path.write_bytes(f"{header_length}\n".encode() + body)
@@ -310,6 +384,7 @@ def loadtest(args: argparse.Namespace) -> int:
     keys = args.services.split(",")
     connections = [int(c) for c in args.connections.split(",")]
     models = ["mlp", "resnet18"] if args.model == "all" else [args.model]
+    agreement = ""
     rows: list[list[str]] = []
     costs: dict[tuple[str, int, str], str] = {}
     warmed: dict[tuple[str, int, str], float] = {}
@@ -326,11 +401,15 @@ def loadtest(args: argparse.Namespace) -> int:
                     settings[f"{SERVICES[key][0]} ({model})"] = (
                         f"{services[-1].settings}; start-up to the ready line {services[-1].startup_s:.1f} s"
                     )
-                answers = [answer(s, model, header_length, body) for s in services]
-                for s, a in zip(services[1:], answers[1:], strict=True):
-                    if not np.allclose(a, answers[0], rtol=1e-4, atol=1e-5):
-                        msg = f"{s.key} answers other than {services[0].key}: the weights differ?"
-                        raise RuntimeError(msg)
+                if model == MINILM:
+                    agreement = check_embeddings(services)
+                    print(f"loadtest: {agreement}", file=sys.stderr, flush=True)
+                else:
+                    answers = [answer(s, model, header_length, body) for s in services]
+                    for s, a in zip(services[1:], answers[1:], strict=True):
+                        if not np.allclose(a, answers[0], rtol=1e-4, atol=1e-5):
+                            msg = f"{s.key} answers other than {services[0].key}: the weights differ?"
+                            raise RuntimeError(msg)
                 for c in connections:
                     runs: dict[str, Run] = {}
                     for s in services:
@@ -366,14 +445,18 @@ def loadtest(args: argparse.Namespace) -> int:
                  for k in keys]
         print(f"| {model} | {c} | " + " | ".join(cells) + " |")
     print()
-    print(f"wrk {wrk_version()}: -t1 (1 connection) or -t2, --latency, --timeout 30s, binary requests of one row "
-          f"with binary output (infer.lua), {args.warmup:g} s warm-up (Java: then until its JIT settled) then "
+    what = (f"embeddings requests of one sentence each, {len(sentences())} sentences of 5-53 words cycled "
+            "(embeddings.lua)" if args.model == MINILM else "binary requests of one row with binary output (infer.lua)")
+    print(f"wrk {wrk_version()}: -t1 (1 connection) or -t2, --latency, --timeout 30s, {what}, "
+          f"{args.warmup:g} s warm-up (Java: then until its JIT settled) then "
           f"{args.duration:g} s measured per cell, "
           "the services of a model started together and measured in turn, all on 127.0.0.1 of this machine "
           f"({os.cpu_count()} cores, load generator included).")
     for name, text in settings.items():
         print(f"{name}: {text}")
     print(f"Java JVM options (Helidon and Spring): {os.environ.get('SERVE_JAVA_OPTS', DEFAULT_JAVA_OPTS)}")
+    if agreement:
+        print(f"Correctness, before the load: {agreement}")
     print("; ".join(statuses))
     return 0 if all(st.endswith("exit 0 after SIGTERM") for st in statuses) else 1
 
@@ -457,23 +540,32 @@ def soak(args: argparse.Namespace) -> int:
 def main() -> int:
     """Parse the options and run the load test or the soak."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="all", choices=["all", "mlp", "resnet18"])
+    parser.add_argument("--model", default="all", choices=["all", "mlp", "resnet18", MINILM],
+                        help="all: mlp and resnet18; minilm: POST /v1/embeddings")  # fmt: skip
     parser.add_argument("--duration", type=parse_duration, default=10.0, help="measured seconds per cell (10s)")
     parser.add_argument("--warmup", type=parse_duration, default=3.0, help="warm-up seconds per cell, at least (3s)")
-    parser.add_argument("--connections", default="1,8,64")
+    parser.add_argument("--connections", help="(1,8,64; minilm: 64)")
     parser.add_argument(
         "--services",
-        default="java,java-batching,spring,spring-batching,python",
-        help="of java, java-batching, spring, spring-batching, python",
+        help="of java, java-batching, spring, spring-batching, python (all; minilm: java,python, batching by default)",
     )
     parser.add_argument("--java-args", default="", help="more scripts/serve options for the Java services")
     parser.add_argument("--soak", action="store_true", help="the soak instead: Java alone, 80%% of its peak")
     parser.add_argument("--soak-duration", type=parse_duration, default=600.0, help="(10m)")
     parser.add_argument("--soak-connections", type=int, default=64)
     args = parser.parse_args()
+    minilm = args.model == MINILM
+    args.connections = args.connections or ("64" if minilm else "1,8,64")
+    args.services = args.services or ("java,python" if minilm else "java,java-batching,spring,spring-batching,python")
     for key in args.services.split(","):
         if key not in SERVICES:
             parser.error(f"unknown service {key!r}: choose of {', '.join(SERVICES)}")
+        if minilm and key.startswith("spring"):
+            parser.error(f"{key}: the Spring Boot service does not serve minilm")
+    if minilm and args.soak:
+        parser.error("the soak runs mlp or resnet18")
+    if minilm:
+        print(f"loadtest: minilm from {minilm_dir()}", file=sys.stderr, flush=True)
     return soak(args) if args.soak else loadtest(args)
 
 
