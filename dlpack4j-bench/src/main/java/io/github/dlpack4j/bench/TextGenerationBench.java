@@ -1,0 +1,166 @@
+package io.github.dlpack4j.bench;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Flow;
+import java.util.concurrent.TimeUnit;
+
+import io.github.dlpack4j.model.ModelResult;
+import io.github.dlpack4j.model.PythonModel;
+import io.github.dlpack4j.model.Transformers;
+import io.github.dlpack4j.python.PyObject;
+import io.github.dlpack4j.python.Python;
+
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+
+/**
+ * One generation streamed to Java against transformers' own {@code generate} in the same process,
+ * on the project's small causal LM ({@code scripts/tiny-lm}; its directory in
+ * {@code DLPACK4J_TINY_LM}): {@link Transformers#chat} through {@link PythonModel#stream}, the items
+ * taken by a subscriber that requests them all, against {@code model.generate(do_sample=False)} with
+ * a streamer that notes its first token, both 128 new tokens greedy on the same prompt. JMH times a
+ * stream of 16 tokens; after it each fork prints five rounds, in turns ({@code [in-fork]
+ * textGeneration} lines): tokens/s of the stream over {@code generate}'s (target at least 0.95x) and
+ * the time to the first item over {@code generate}'s time to its first token (target at most 1.1x).
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@Fork(jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"})
+@OutputTimeUnit(TimeUnit.MILLISECONDS)
+public class TextGenerationBench {
+    private static final String MESSAGES = "[{\"role\": \"user\", \"content\": \"How do I share a tensor with PyTorch?\"}]";
+
+    private Python py;
+    private PythonModel chat;
+    private PyObject generate;
+
+    @Setup(Level.Trial)
+    public void setUp() {
+        String dir = System.getenv("DLPACK4J_TINY_LM");
+        if (dir == null || !Files.isDirectory(Path.of(dir))) {
+            throw new IllegalStateException("DLPACK4J_TINY_LM names no directory (" + dir + "): scripts/bench sets it from scripts/tiny-lm");
+        }
+        py = Python.start();
+        chat = Transformers.chat(Path.of(dir)).python(py).build();
+        py.setGlobal("tiny_dir", dir);
+        py.setGlobal("messages_json", MESSAGES);
+        py.exec("""
+                import json
+                import time
+                import torch
+                import dlpack4j_text
+                from transformers import AutoModelForCausalLM, AutoTokenizer
+                from transformers.generation.streamers import BaseStreamer
+                direct_tok = AutoTokenizer.from_pretrained(tiny_dir)
+                direct_lm = dlpack4j_text._quietly(lambda: AutoModelForCausalLM.from_pretrained(tiny_dir)).eval()
+
+                class FirstToken(BaseStreamer):
+                    # generate puts the prompt first, then each new token: the time of the first of those
+                    def __init__(self):
+                        self.puts = 0
+                        self.first = None
+                    def put(self, value):
+                        self.puts += 1
+                        if self.puts == 2:
+                            self.first = time.perf_counter()
+                    def end(self):
+                        pass
+
+                def timed_generate(n):
+                    # (seconds, seconds to the first token, tokens generated), as a Python program calls it
+                    start = time.perf_counter()
+                    enc = direct_tok.apply_chat_template(json.loads(messages_json), add_generation_prompt=True,
+                                                         return_tensors="pt", return_dict=True)
+                    streamer = FirstToken()
+                    with torch.inference_mode():
+                        out = direct_lm.generate(**enc, do_sample=False, max_new_tokens=n, streamer=streamer)
+                    end = time.perf_counter()
+                    return end - start, streamer.first - start, int(out.shape[1] - enc["input_ids"].shape[1])
+                """);
+        generate = py.getGlobal("timed_generate");
+    }
+
+    /** {@return seconds, seconds to the first item, tokens generated} of one stream of {@code n} tokens, all requested */
+    private double[] stream(int n) throws Exception {
+        CompletableFuture<double[]> done = new CompletableFuture<>();
+        long start = System.nanoTime();
+        chat.stream(Map.of(Transformers.MESSAGES, MESSAGES, Transformers.PARAMETERS, "{\"max_new_tokens\": " + n + "}"))
+                .subscribe(new Flow.Subscriber<>() {
+                    private long first;
+                    private long tokens;
+
+                    @Override
+                    public void onSubscribe(Flow.Subscription s) {
+                        s.request(Long.MAX_VALUE);
+                    }
+
+                    @Override
+                    public void onNext(ModelResult item) {
+                        try (item) {
+                            if (first == 0) {
+                                first = System.nanoTime();
+                            }
+                            if (item.names().contains(Transformers.FINISH)) {
+                                tokens = ((Number) ((Map<?, ?>) item.value(Transformers.FINISH)).get("completion_tokens"))
+                                        .longValue();
+                            }
+                        }
+                    }
+
+                    @Override
+                    public void onError(Throwable e) {
+                        done.completeExceptionally(e);
+                    }
+
+                    @Override
+                    public void onComplete() {
+                        long end = System.nanoTime();
+                        done.complete(new double[] {(end - start) / 1e9, (first - start) / 1e9, tokens});
+                    }
+                });
+        return done.get(300, TimeUnit.SECONDS);
+    }
+
+    /** A stream of 16 new tokens, every item taken. */
+    @Benchmark
+    public double stream16() throws Exception {
+        return stream(16)[2];
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() throws Exception {
+        for (int round = 1; round <= 5; round++) {
+            double[] java = stream(128);
+            double[] python;
+            try (PyObject r = generate.call(128)) {
+                python = new double[] {asDouble(r, 0), asDouble(r, 1), asDouble(r, 2)};
+            }
+            double javaRate = java[2] / java[0];
+            double pythonRate = python[2] / python[0];
+            System.out.printf("%n[in-fork] textGeneration round %d: 128 new tokens greedy: stream %.0f tokens/s (%.0f"
+                    + " tokens, first item %.1f ms), generate %.0f tokens/s (%.0f tokens, first token %.1f ms);"
+                    + " tokens/s over generate's (%.2fx), first item over first token (%.2fx)", round, javaRate, java[2],
+                    java[1] * 1e3, pythonRate, python[2], python[1] * 1e3, javaRate / pythonRate, java[1] / python[1]);
+        }
+        System.out.println();
+        generate.close();
+        chat.close();
+    }
+
+    private static double asDouble(PyObject tuple, int i) {
+        try (PyObject v = tuple.get(i)) {
+            return v.asDouble();
+        }
+    }
+}
