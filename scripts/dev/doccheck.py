@@ -66,6 +66,7 @@ MODULE_IMPORTS = {
     "dlpack4j-model": ("io.github.dlpack4j.model", "java.time", "java.util.concurrent", "java.nio.file"),
     "dlpack4j-langchain4j": (
         "io.github.dlpack4j.langchain4j",
+        "dev.langchain4j.model.chat.response",
         "dev.langchain4j.data.embedding",
         "dev.langchain4j.data.segment",
         "dev.langchain4j.model.output",
