@@ -14,7 +14,9 @@ end
 function init(args)
   local headers = { ["Content-Type"] = "application/json" }
   for body in io.lines(args[1]) do
-    requests[#requests + 1] = wrk.format("POST", "/v1/embeddings", headers, body)
+    if #body > 0 then
+      requests[#requests + 1] = wrk.format("POST", "/v1/embeddings", headers, body)
+    end
   end
   assert(#requests > 0, "no request bodies in " .. args[1])
   next_request = ((thread_index or 0) * 37) % #requests
