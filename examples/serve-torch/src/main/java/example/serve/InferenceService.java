@@ -2,22 +2,25 @@ package example.serve;
 
 import example.serve.protocol.InferenceProtocol;
 import example.serve.protocol.InferenceProtocol.Answer;
+import example.serve.protocol.OpenAiChat;
 import example.serve.protocol.OpenAiEmbeddings;
 import io.helidon.http.HeaderName;
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.HttpRouting;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
+import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
  * The Open Inference Protocol (KServe v2) endpoints on Helidon SE's routing, and OpenAI's
- * {@code POST /v1/embeddings} when an embedding model is served, its handlers on virtual threads:
- * each hands what it read from the request to {@link InferenceProtocol} (shared with the Spring Boot
- * example) or {@link OpenAiEmbeddings}, which checks it, calls the model and makes the answer, and
- * sends that answer.
+ * {@code POST /v1/embeddings} when an embedding model is served, or {@code POST /v1/chat/completions}
+ * when a chat model is, its handlers on virtual threads: each hands what it read from the request to
+ * {@link InferenceProtocol} (shared with the Spring Boot example), {@link OpenAiEmbeddings} or
+ * {@link OpenAiChat}, which checks it, calls the model and makes the answer, and sends that answer
+ * (a chat's events written to the response's stream, flushed one by one).
  */
 final class InferenceService {
     private static final HeaderName INFERENCE_HEADER_CONTENT_LENGTH =
@@ -26,15 +29,19 @@ final class InferenceService {
 
     private final InferenceProtocol protocol;
     private final OpenAiEmbeddings embeddings;
+    private final OpenAiChat chat;
 
     /**
      * @param protocol   the v2 endpoints' answers
      * @param embeddings the embeddings endpoint's, or null when no embedding model is served (then
      *                   {@code POST /v1/embeddings} is no endpoint: 404)
+     * @param chat       the chat completions endpoint's, or null when no chat model is served (then
+     *                   {@code POST /v1/chat/completions} is no endpoint: 404)
      */
-    InferenceService(InferenceProtocol protocol, OpenAiEmbeddings embeddings) {
+    InferenceService(InferenceProtocol protocol, OpenAiEmbeddings embeddings, OpenAiChat chat) {
         this.protocol = protocol;
         this.embeddings = embeddings;
+        this.chat = chat;
     }
 
     /** Adds the endpoints to {@code routing}. */
@@ -50,6 +57,10 @@ final class InferenceService {
             routing.post("/v1/embeddings", (req, res) -> embeddings.embeddings(req.headers().contentLength().orElse(-1),
                     req.content().inputStream(), answer -> write(res, answer)));
         }
+        if (chat != null) {
+            routing.post("/v1/chat/completions", (req, res) -> chat.completions(req.headers().contentLength().orElse(-1),
+                    req.content().inputStream(), answer -> write(res, answer), () -> events(res)));
+        }
         routing.any((req, res) -> send(res, protocol.noEndpoint(req.prologue().method().text(), req.path().path())));
     }
 
@@ -62,6 +73,14 @@ final class InferenceService {
                 ? req.headers().get(INFERENCE_HEADER_CONTENT_LENGTH).get() : null;
         protocol.infer(name(req), req.headers().contentLength().orElse(-1), req.content().inputStream(), headerLength,
                 answer -> write(res, answer));
+    }
+
+    /** {@return the body of a streamed answer, its status and headers sent}: each flush sends what was written as a chunk */
+    private static OutputStream events(ServerResponse res) {
+        res.status(200);
+        res.header(HeaderNames.CONTENT_TYPE, OpenAiChat.EVENT_STREAM);
+        res.header(HeaderNames.CACHE_CONTROL, "no-cache");
+        return res.outputStream();
     }
 
     /** Sends an answer of an endpoint other than inference; a client gone before it is logged. */

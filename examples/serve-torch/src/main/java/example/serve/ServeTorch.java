@@ -1,6 +1,7 @@
 package example.serve;
 
 import example.serve.protocol.InferenceProtocol;
+import example.serve.protocol.OpenAiChat;
 import example.serve.protocol.OpenAiEmbeddings;
 import example.serve.protocol.ServeOptions;
 import example.serve.protocol.ServedModels;
@@ -18,7 +19,9 @@ import sun.misc.SignalHandler;
  * A Java web service that serves torch models from the embedded CPython with the Open Inference
  * Protocol (KServe v2), on Helidon SE 4: {@code scripts/serve --model mlp|resnet18 [--weights FILE]
  * [--port 8080] [--batching]}; or a sentence-transformers embedding model with OpenAI's
- * {@code POST /v1/embeddings}: {@code scripts/serve --model minilm [--weights DIR]}. It binds
+ * {@code POST /v1/embeddings}: {@code scripts/serve --model minilm [--weights DIR]}; or a causal LM with
+ * OpenAI's {@code POST /v1/chat/completions}, streamed or not: {@code scripts/serve --model tiny-lm
+ * [--weights DIR]}. It binds
  * 127.0.0.1 only, prints one line when it is ready, and on SIGTERM (or SIGINT) answers the requests
  * in flight, then exits with status 0.
  */
@@ -50,8 +53,10 @@ public final class ServeTorch {
         try {
             InferenceProtocol protocol = new InferenceProtocol(models, options.maxBodyBytes(), options.describe());
             PythonModel minilm = models.get(ServeOptions.MINILM);
+            PythonModel tinyLm = models.get(ServeOptions.TINY_LM);
             InferenceService service = new InferenceService(protocol,
-                    minilm == null ? null : new OpenAiEmbeddings(minilm, protocol));
+                    minilm == null ? null : new OpenAiEmbeddings(minilm, protocol),
+                    tinyLm == null ? null : new OpenAiChat(tinyLm, protocol));
             WebServer server = WebServer.builder()
                     .host("127.0.0.1")
                     .port(options.port())

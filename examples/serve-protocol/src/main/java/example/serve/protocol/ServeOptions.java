@@ -9,10 +9,11 @@ import java.util.Set;
 /**
  * The service's settings, from {@code scripts/serve}'s options (the same for the Helidon and the Spring service).
  *
- * @param models            the models served ({@code --model mlp|resnet18|minilm}; a comma-separated list of
- *                          mlp and resnet18 serves both; minilm is served alone)
+ * @param models            the models served ({@code --model mlp|resnet18|minilm|tiny-lm}; a comma-separated
+ *                          list of mlp and resnet18 serves both; minilm and tiny-lm are served alone)
  * @param weights           mlp's or resnet18's {@code state_dict} file ({@code --weights}), or null for the
- *                          seeded weights; for minilm the sentence-transformers directory (required)
+ *                          seeded weights; for minilm the sentence-transformers directory, for tiny-lm the
+ *                          causal LM's directory (required)
  * @param port              the port on 127.0.0.1 ({@code --port}, 8080; 0 picks a free one)
  * @param batching          dynamic batching ({@code --batching}, {@code --no-batching}; off by default for mlp
  *                          and resnet18, on for minilm: see {@link #parse})
@@ -23,9 +24,11 @@ import java.util.Set;
  * @param torchThreadsOption torch's intra-op threads ({@code --torch-threads}; 0: 1)
  * @param maxBodyBytes      the largest request body accepted ({@code --max-body-mb}, 64 MiB)
  * @param maxQueue          how many requests of one model may wait for it; past it the service answers 503
- *                          (v2) or 429 ({@code /v1/embeddings}) ({@code --max-queue}, 1,000)
+ *                          (v2) or 429 ({@code /v1/embeddings}, {@code /v1/chat/completions}) ({@code --max-queue},
+ *                          1,000; for tiny-lm the streams open at once are this plus its threads)
  * @param timeoutMillis     each model call's deadline from its admission, queue wait included; past it the
- *                          service answers 504 ({@code --timeout-ms}; 0, the default: none)
+ *                          service answers 504 ({@code --timeout-ms}; 0, the default: none); for tiny-lm the
+ *                          deadline of a reply's first token
  * @param chunk             minilm's texts per forward pass ({@code --chunk}, 8): a model call runs its texts
  *                          sorted by length in chunks of this many, each padded to its longest text
  */
@@ -38,12 +41,21 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
      */
     public static final String MINILM = "minilm";
 
+    /**
+     * The project's small causal LM ({@code scripts/tiny-lm}), answered at {@code POST /v1/chat/completions}
+     * (its directory from {@code --weights}; {@code scripts/serve} passes {@code scripts/tiny-lm}'s).
+     */
+    public static final String TINY_LM = "tiny-lm";
+
     /** The models a service can serve. */
-    public static final Set<String> MODELS = Set.of("mlp", "resnet18", MINILM);
+    public static final Set<String> MODELS = Set.of("mlp", "resnet18", MINILM, TINY_LM);
+
+    /** The models that take text, each served alone from a directory. */
+    private static final Set<String> TEXT_MODELS = Set.of(MINILM, TINY_LM);
 
     /** The options, as a usage message prints them. */
     public static final String USAGE = """
-            usage: serve --model mlp|resnet18|minilm [--weights FILE|DIR] [--port 8080] [--batching|--no-batching]
+            usage: serve --model mlp|resnet18|minilm|tiny-lm [--weights FILE|DIR] [--port 8080] [--batching|--no-batching]
                          [--batch-window-us 2000] [--max-batch N] [--runner-threads N] [--torch-threads 1]
                          [--max-body-mb 64] [--max-queue 1000] [--timeout-ms 0] [--chunk 8]""";
 
@@ -89,7 +101,7 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
                     models = new ArrayList<>();
                     for (String m : value(args, ++i, a).split(",")) {
                         if (!MODELS.contains(m)) {
-                            throw new UsageException("unknown model '" + m + "': choose mlp, resnet18 or minilm");
+                            throw new UsageException("unknown model '" + m + "': choose mlp, resnet18, minilm or tiny-lm");
                         }
                         models.add(m);
                     }
@@ -115,17 +127,20 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
         if (models == null) {
             throw new UsageException("--model is required");
         }
-        boolean minilm = models.contains(MINILM);
-        if (minilm && models.size() > 1) {
-            throw new UsageException("--model " + String.join(",", models) + ": minilm is served alone");
+        String text = models.stream().filter(TEXT_MODELS::contains).findFirst().orElse(null);
+        if (text != null && models.size() > 1) {
+            throw new UsageException("--model " + String.join(",", models) + ": " + text + " is served alone");
         }
-        if (minilm && (weights == null || !Files.isDirectory(weights))) {
-            throw new UsageException("--model minilm needs --weights DIR, a sentence-transformers model directory "
-                    + "(scripts/serve gives scripts/minilm's)" + (weights == null ? "" : "; " + weights + " is not one"));
+        if (text != null && (weights == null || !Files.isDirectory(weights))) {
+            String kind = text.equals(MINILM) ? "a sentence-transformers model directory" : "a causal LM directory";
+            String script = text.equals(MINILM) ? "scripts/minilm" : "scripts/tiny-lm";
+            throw new UsageException("--model " + text + " needs --weights DIR, " + kind + " (scripts/serve gives "
+                    + script + "'s)" + (weights == null ? "" : "; " + weights + " is not one"));
         }
-        if (!minilm && weights != null && !Files.isRegularFile(weights)) {
+        if (text == null && weights != null && !Files.isRegularFile(weights)) {
             throw new UsageException("--weights " + weights + ": not a file (mlp and resnet18 take a state_dict file)");
         }
+        boolean minilm = MINILM.equals(text);
         return new ServeOptions(List.copyOf(models), weights, port, batching != null ? batching : minilm, window,
                 maxBatch, runnerThreads, torchThreads, maxBodyMb << 20, maxQueue, timeoutMillis, chunk);
     }
@@ -174,16 +189,19 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
 
     /**
      * {@return one line of the settings, as the ready line and scripts/loadtest print them}: minilm's
-     * chunk, queue and deadline too
+     * chunk, queue and deadline too, and tiny-lm's queue and first-token deadline
      */
     public String describe() {
         String line = describe(torchThreads(), models.stream().map(this::runnerThreads).toList(), batching,
                 batchWindowMicros, models.stream().map(this::maxBatch).toList(), weights == null ? null : weights.toString());
-        if (!models.contains(MINILM)) {
-            return line;
+        String limits = "queue " + maxQueue + ", " + (timeoutMillis > 0 ? "deadline " + timeoutMillis + " ms" : "no deadline");
+        if (models.contains(MINILM)) {
+            return line + ", chunks of " + chunk + " texts, " + limits;
         }
-        return line + ", chunks of " + chunk + " texts, queue " + maxQueue + ", "
-                + (timeoutMillis > 0 ? "deadline " + timeoutMillis + " ms" : "no deadline");
+        if (models.contains(TINY_LM)) {
+            return line + ", " + limits.replace("deadline", "first-token deadline");
+        }
+        return line;
     }
 
     /**

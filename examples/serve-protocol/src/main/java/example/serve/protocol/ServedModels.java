@@ -3,6 +3,7 @@ package example.serve.protocol;
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.model.PythonModel;
 import io.github.dlpack4j.model.SentenceTransformers;
+import io.github.dlpack4j.model.Transformers;
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 import io.github.dlpack4j.python.PythonException;
@@ -19,7 +20,7 @@ import java.util.Map;
  * queue and deadline: mlp and resnet18 each built by
  * {@code serve_models.served(name, weights, torch_threads)} (the models' Python code, a resource of
  * this jar), with its one input and output declared; minilm by dlpack4j-model's
- * {@link SentenceTransformers} from its directory.
+ * {@link SentenceTransformers} from its directory, tiny-lm by its {@link Transformers#chat}.
  */
 public final class ServedModels {
     /** How many requests of one model may wait for it by default ({@code --max-queue}); past it the service refuses them. */
@@ -41,7 +42,11 @@ public final class ServedModels {
         Map<String, PythonModel> models = new LinkedHashMap<>();
         try {
             for (String name : options.models()) {
-                models.put(name, name.equals(ServeOptions.MINILM) ? loadMinilm(py, options) : load(py, options, name));
+                models.put(name, switch (name) {
+                    case ServeOptions.MINILM -> loadMinilm(py, options);
+                    case ServeOptions.TINY_LM -> loadTinyLm(py, options);
+                    default -> load(py, options, name);
+                });
             }
         } catch (RuntimeException e) {
             models.values().forEach(PythonModel::close);
@@ -75,17 +80,10 @@ public final class ServedModels {
 
     /**
      * {@return minilm: {@code SentenceTransformer(dir)} as a model of one text input and two outputs,
-     * the embeddings and each text's token count ({@link SentenceTransformers#embeddings})}. The
-     * model's threads take the torch thread count of the thread that builds it, so it is set here
-     * first, as {@code serve_models.served} does for the others.
+     * the embeddings and each text's token count ({@link SentenceTransformers#embeddings})}.
      */
     private static PythonModel loadMinilm(Python py, ServeOptions options) {
-        py.withGil(() -> {
-            try (PyObject torch = py.importModule("torch")) {
-                torch.callMethod("set_num_threads", options.torchThreads()).close();
-            }
-            return null;
-        });
+        setTorchThreads(py, options);
         SentenceTransformers.Builder b = SentenceTransformers.embeddings(options.weights())
                 .python(py)
                 .name(ServeOptions.MINILM)
@@ -99,6 +97,38 @@ public final class ServedModels {
             b.timeout(Duration.ofMillis(options.timeoutMillis()));
         }
         return b.build();
+    }
+
+    /**
+     * {@return tiny-lm: the causal LM's directory as a streaming chat model ({@link Transformers#chat}),
+     * one stream a request}: its threads take turns over the streams a token at a time, at most
+     * {@code --max-queue} more streams than threads are open at once, and {@code --timeout-ms} bounds
+     * the wait for a reply's first token. No batching: each stream is its own generator.
+     */
+    private static PythonModel loadTinyLm(Python py, ServeOptions options) {
+        setTorchThreads(py, options);
+        Transformers.Builder b = Transformers.chat(options.weights())
+                .python(py)
+                .name(ServeOptions.TINY_LM)
+                .workers(options.runnerThreads(ServeOptions.TINY_LM))
+                .maxQueue(options.maxQueue());
+        if (options.timeoutMillis() > 0) {
+            b.timeout(Duration.ofMillis(options.timeoutMillis()));
+        }
+        return b.build();
+    }
+
+    /**
+     * Sets torch's intra-op threads: a directory model's threads take the count of the thread that
+     * builds it, so it is set first, as {@code serve_models.served} does for mlp and resnet18.
+     */
+    private static void setTorchThreads(Python py, ServeOptions options) {
+        py.withGil(() -> {
+            try (PyObject torch = py.importModule("torch")) {
+                torch.callMethod("set_num_threads", options.torchThreads()).close();
+            }
+            return null;
+        });
     }
 
     /**
