@@ -19,6 +19,7 @@ import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
@@ -33,6 +34,7 @@ import org.openjdk.jmh.annotations.TearDown;
  * stream of 16 tokens; after it each fork prints five rounds, in turns ({@code [in-fork]
  * textGeneration} lines): tokens/s of the stream over {@code generate}'s (target at least 0.95x) and
  * the time to the first item over {@code generate}'s time to its first token (target at most 1.1x).
+ * {@code -p torchThreads=1} gives both sides one torch thread (torch's default is one per core).
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -40,6 +42,10 @@ import org.openjdk.jmh.annotations.TearDown;
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
 public class TextGenerationBench {
     private static final String MESSAGES = "[{\"role\": \"user\", \"content\": \"How do I share a tensor with PyTorch?\"}]";
+
+    /** torch's intra-op threads on both sides (the loading thread's count, which the model's threads take); 0: torch's default. */
+    @Param({"0"})
+    public int torchThreads;
 
     private Python py;
     private PythonModel chat;
@@ -52,6 +58,9 @@ public class TextGenerationBench {
             throw new IllegalStateException("DLPACK4J_TINY_LM names no directory (" + dir + "): scripts/bench sets it from scripts/tiny-lm");
         }
         py = Python.start();
+        if (torchThreads > 0) {
+            py.exec("import torch\ntorch.set_num_threads(" + torchThreads + ")");
+        }
         chat = Transformers.chat(Path.of(dir)).python(py).build();
         py.setGlobal("tiny_dir", dir);
         py.setGlobal("messages_json", MESSAGES);

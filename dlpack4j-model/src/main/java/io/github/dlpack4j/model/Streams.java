@@ -23,6 +23,12 @@ import io.github.dlpack4j.python.PyObject;
 final class Streams {
     /** The queue's marker that a stream thread stops. */
     private static final ModelStream STOP = new ModelStream(null, null, List.of(), 0);
+    /**
+     * The most steps a stream thread takes of one stream in a row while no other stream is ready and
+     * no other model call waits for a slot: a lone stream's items come without a turn through the
+     * queue and the slot each time, and a stream or call that becomes ready waits at most one step.
+     */
+    private static final int RUN = 64;
     /** How long close waits for a stream thread to close the generators of the streams it ended. */
     private static final long CLOSE_GRACE_NANOS = 5_000_000_000L;
 
@@ -159,7 +165,11 @@ final class Streams {
                 }
                 slots.acquireUninterruptibly();
                 try {
-                    step(s);
+                    // while no other stream or model call waits, this one goes on without a turn through the queue
+                    for (int steps = 0; steps < RUN
+                            && (steps == 0 || ready.isEmpty() && !slots.hasQueuedThreads() && s.hasWork()); steps++) {
+                        step(s);
+                    }
                 } finally {
                     slots.release();
                 }
