@@ -9,6 +9,8 @@ import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.HttpRouting;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
+import java.io.FilterOutputStream;
+import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.util.logging.Level;
@@ -80,7 +82,45 @@ final class InferenceService {
         res.status(200);
         res.header(HeaderNames.CONTENT_TYPE, OpenAiChat.EVENT_STREAM);
         res.header(HeaderNames.CACHE_CONTROL, "no-cache");
-        return res.outputStream();
+        return new ClientStream(res.outputStream());
+    }
+
+    /**
+     * Helidon's response stream with its failures to write, the client gone (Helidon's unchecked
+     * socket exceptions), as the {@link IOException}s of {@link OutputStream}'s contract, which is
+     * what {@link OpenAiChat} takes for a client that went away.
+     */
+    private static final class ClientStream extends FilterOutputStream {
+        ClientStream(OutputStream out) {
+            super(out);
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+            try {
+                out.write(b, off, len);
+            } catch (RuntimeException e) {
+                throw new IOException("the client went away", e);
+            }
+        }
+
+        @Override
+        public void flush() throws IOException {
+            try {
+                out.flush();
+            } catch (RuntimeException e) {
+                throw new IOException("the client went away", e);
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            try {
+                out.close();
+            } catch (RuntimeException e) {
+                throw new IOException("the client went away", e);
+            }
+        }
     }
 
     /** Sends an answer of an endpoint other than inference; a client gone before it is logged. */

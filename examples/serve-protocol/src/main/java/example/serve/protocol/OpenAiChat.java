@@ -109,14 +109,10 @@ public final class OpenAiChat {
             }
             publisher = stream(request);
         } catch (ProtocolException e) {   // the body is over the service's limit
-            service.countBadRequest();
-            send(responder, invalid(null, e.getMessage()).answer());
+            fail(responder, invalid(null, e.getMessage()));
             return;
         } catch (OpenAiError e) {
-            if (e.status() == 400) {
-                service.countBadRequest();
-            }
-            send(responder, e.answer());
+            fail(responder, e);
             return;
         }
         Reply reply = new Reply();
@@ -153,7 +149,7 @@ public final class OpenAiChat {
         boolean started = false;
         for (Object signal = reply.next(); signal != Reply.COMPLETE; signal = reply.next()) {
             if (signal instanceof Reply.Failure(Throwable e)) {
-                send(responder, error(e, started).answer());
+                fail(responder, error(e, started));
                 return;
             }
             started = true;
@@ -182,7 +178,7 @@ public final class OpenAiChat {
                 if (signal instanceof Reply.Failure(Throwable e)) {
                     OpenAiError error = error(e, out != null);
                     if (out == null) {
-                        send(responder, error.answer());
+                        fail(responder, error);
                     } else {
                         write(out, new String(error.answer().body(), StandardCharsets.UTF_8));
                         out.close();
@@ -267,6 +263,14 @@ public final class OpenAiChat {
             case IllegalStateException s -> new OpenAiError(503, "service_unavailable_error", null, null, s.getMessage());
             default -> new OpenAiError(500, "server_error", null, null, "the model failed: " + e.getMessage());
         };
+    }
+
+    /** Sends an error answer; a 400 counts as a bad request. */
+    private void fail(Responder responder, OpenAiError error) {
+        if (error.status() == 400) {
+            service.countBadRequest();
+        }
+        send(responder, error.answer());
     }
 
     private void send(Responder responder, Answer answer) {
