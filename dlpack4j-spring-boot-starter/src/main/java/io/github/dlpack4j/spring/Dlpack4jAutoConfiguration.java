@@ -21,7 +21,8 @@ import org.springframework.core.io.ResourceLoader;
  * Makes the {@code dlpack4j.*} properties into beans, when {@code dlpack4j-model} is on the class
  * path: the process's {@link Python}, one {@link PythonModel} per {@code dlpack4j.models.<name>}
  * entry (the bean named after the entry), with a {@link SentenceTransformersEmbeddingModel} beside
- * each sentence-transformers model when Spring AI is there (the bean {@code <name>EmbeddingModel}),
+ * each sentence-transformers model and a {@link TransformersChatModel} beside each transformers-chat
+ * model when Spring AI is there (the beans {@code <name>EmbeddingModel} and {@code <name>ChatModel}),
  * the {@code dlpack4j} health indicator when Spring Boot's health is there, each model's meters when
  * Micrometer is, and a {@link org.springframework.context.SmartLifecycle} that closes the models
  * after the web server's graceful shutdown.
@@ -51,7 +52,8 @@ public class Dlpack4jAutoConfiguration {
 
     /**
      * Registers one {@link PythonModel} bean per {@code dlpack4j.models.<name>} entry, and an
-     * {@code EmbeddingModel} beside each sentence-transformers one when Spring AI is on the class path.
+     * {@code EmbeddingModel} beside each sentence-transformers one and a {@code ChatModel} beside each
+     * transformers-chat one when Spring AI is on the class path.
      *
      * @param environment the application's environment, where the entries are
      * @return the registrar

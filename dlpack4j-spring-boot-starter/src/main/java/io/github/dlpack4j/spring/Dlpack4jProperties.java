@@ -19,8 +19,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
 @ConfigurationProperties("dlpack4j")
 public record Dlpack4jProperties(String python, @DefaultValue Map<String, Model> models) {
     /**
-     * One model: exactly one of {@code torchscript}, {@code exported-program}, {@code factory} or
-     * {@code sentence-transformers}, and the settings that differ from
+     * One model: exactly one of {@code torchscript}, {@code exported-program}, {@code factory},
+     * {@code sentence-transformers} or {@code transformers-chat}, and the settings that differ from
      * {@link io.github.dlpack4j.model.PythonModel.Builder}'s defaults.
      *
      * @param torchscript          a TorchScript file ({@code torch.jit.save}): a path, or a {@code classpath:} resource
@@ -32,20 +32,46 @@ public record Dlpack4jProperties(String python, @DefaultValue Map<String, Model>
      *                             first); the model declares its own inputs and outputs, and with Spring AI on
      *                             the class path an {@code EmbeddingModel} bean {@code <name>EmbeddingModel}
      *                             comes beside it
+     * @param transformersChat     a transformers causal language model's directory, with its tokenizer and chat
+     *                             template, for {@link io.github.dlpack4j.model.Transformers#chat}: a path, or a
+     *                             {@code classpath:} directory (one inside a jar is copied to a temp directory
+     *                             first); the model declares its own inputs and outputs and only streams, and
+     *                             with Spring AI on the class path a {@code ChatModel} bean {@code <name>ChatModel}
+     *                             comes beside it
      * @param args                 the factory's arguments, as strings
      * @param torchInputs          whether the factory's callable gets torch tensors, made in Java through torch's C
      *                             Exchange API, instead of dlpack4j's Python tensors (default false; TorchScript
      *                             files and exported programs always get torch tensors)
      * @param inputs               the declared inputs, in the order the model takes them
      * @param outputs              the declared outputs, in the order the model returns them
-     * @param batching             dynamic batching; off unless {@code max-rows} is set
-     * @param workers              how many model calls may run at once (default 1)
-     * @param maxQueue             how many requests may wait before a call is refused (default 1000)
-     * @param timeout              a deadline per call, waiting and running together (default none)
+     * @param batching             dynamic batching; off unless {@code max-rows} is set (streams are not batched)
+     * @param workers              how many model calls may run at once (default 1); for a chat model, how many
+     *                             generations advance at once, a token each in turn
+     * @param maxQueue             how many requests may wait before a call is refused (default 1000); at most
+     *                             {@code max-queue} plus {@code workers} streams are open at once
+     * @param timeout              a deadline per call, waiting and running together (default none); for a stream,
+     *                             to its first item
+     * @param streamTimeout        a deadline per stream as a whole, from its subscription to its last item (default none)
+     * @param chat                 a {@code transformers-chat} model's generation defaults, where a prompt does not say
      */
-    public record Model(String torchscript, String exportedProgram, String factory, String sentenceTransformers, @DefaultValue List<String> args,
-                        @DefaultValue("false") boolean torchInputs, @DefaultValue List<Spec> inputs, @DefaultValue List<Spec> outputs, @DefaultValue Batching batching,
-                        Integer workers, Integer maxQueue, Duration timeout) {
+    public record Model(String torchscript, String exportedProgram, String factory, String sentenceTransformers, String transformersChat,
+                        @DefaultValue List<String> args, @DefaultValue("false") boolean torchInputs, @DefaultValue List<Spec> inputs,
+                        @DefaultValue List<Spec> outputs, @DefaultValue Batching batching, Integer workers, Integer maxQueue, Duration timeout,
+                        Duration streamTimeout, @DefaultValue Chat chat) {
+    }
+
+    /**
+     * A chat model's generation defaults ({@code dlpack4j.models.<name>.chat.*}), which a prompt's
+     * options override: {@code maxTokens}, {@code temperature}, {@code topP} and
+     * {@code stopSequences} in Spring AI's {@code ChatOptions}.
+     *
+     * @param maxNewTokens the most tokens generated (default 256)
+     * @param temperature  0 for greedy decoding (the default), else the sampling temperature
+     * @param topP         nucleus sampling's probability mass, more than 0 and at most 1 (default 1: every token)
+     * @param seed         the sampler's seed, for the same sampled text every time (default none: a fresh one each time)
+     * @param stop         stop sequences: the text ends before the first of them (default none)
+     */
+    public record Chat(Integer maxNewTokens, Double temperature, Double topP, Long seed, @DefaultValue List<String> stop) {
     }
 
     /**

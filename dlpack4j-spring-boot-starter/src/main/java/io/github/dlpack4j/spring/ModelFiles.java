@@ -31,8 +31,28 @@ import org.springframework.core.io.ResourceLoader;
  * after the models closed) deletes the copies.
  */
 final class ModelFiles implements AutoCloseable {
-    /** What a sentence-transformers directory has at its top: its modules, or a plain transformers model. */
-    private static final List<String> MARKERS = List.of("modules.json", "config.json");
+    /** The kinds of model directory: what one has at its top, and what to say of one that lacks it. */
+    enum Kind {
+        /** Its modules, or a plain transformers model's configuration. */
+        SENTENCE_TRANSFORMERS(List.of("modules.json", "config.json"), "a sentence-transformers model's directory",
+                "the one SentenceTransformer(path) loads", "not a sentence-transformers model's directory (it has neither modules.json nor config.json)"),
+        /** A transformers model's configuration (its tokenizer's files beside it). */
+        CAUSAL_LM(List.of("config.json"), "a transformers causal language model's directory",
+                "the one AutoModelForCausalLM.from_pretrained(path) and AutoTokenizer.from_pretrained(path) load",
+                "not a transformers model's directory (it has no config.json)");
+
+        private final List<String> markers;
+        private final String what;
+        private final String loader;
+        private final String without;
+
+        Kind(List<String> markers, String what, String loader, String without) {
+            this.markers = markers;
+            this.what = what;
+            this.loader = loader;
+            this.without = without;
+        }
+    }
 
     private final ResourceLoader resources;
     private final Map<String, Path> copies = new ConcurrentHashMap<>();
@@ -80,35 +100,35 @@ final class ModelFiles implements AutoCloseable {
     }
 
     /**
-     * {@return the sentence-transformers model directory at {@code location}, copied to a temp
-     * directory when inside a jar}
+     * {@return the model directory at {@code location}, copied to a temp directory when inside a jar}
      *
      * @param property the property that names it, for the error
      * @param location a path, a {@code file:} URL or a {@code classpath:} resource
      * @param model    the model's name, in the temp directory's
+     * @param kind     what the directory must have
      */
-    Path directory(String property, String location, String model) {
+    Path directory(String property, String location, String model, Kind kind) {
         String base = location;
         while (base.endsWith("/") && base.length() > 1) {
             base = base.substring(0, base.length() - 1);
         }
         // Found by a file in it: a jar need not list its directories as entries of their own.
         Resource marker = null;
-        for (String m : MARKERS) {
+        for (String m : kind.markers) {
             Resource r = resource(base + "/" + m);
             if (r.exists()) {
                 marker = r;
                 break;
             }
         }
-        String fix = "Set " + property + " to a sentence-transformers model's directory (a path, or classpath:name for"
-                + " one on the class path), the one SentenceTransformer(path) loads.";
+        String fix = "Set " + property + " to " + kind.what + " (a path, or classpath:name for one on the class path), "
+                + kind.loader + ".";
         try {
             if (marker == null) {
                 Resource dir = resource(base);
                 String problem = !dir.exists() ? "no such directory"
                         : dir.isFile() && Files.isRegularFile(dir.getFile().toPath()) ? "a file, not a directory"
-                        : "not a sentence-transformers model's directory (it has neither modules.json nor config.json)";
+                        : kind.without;
                 throw new ModelPropertyException(property, location, problem, fix);
             }
             if (marker.isFile()) {

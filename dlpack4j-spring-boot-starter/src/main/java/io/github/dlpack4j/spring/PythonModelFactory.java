@@ -4,6 +4,7 @@ import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -17,6 +18,7 @@ import java.util.function.IntConsumer;
 import io.github.dlpack4j.DataType;
 import io.github.dlpack4j.model.PythonModel;
 import io.github.dlpack4j.model.SentenceTransformers;
+import io.github.dlpack4j.model.Transformers;
 import io.github.dlpack4j.python.Python;
 
 import org.springframework.core.io.ResourceLoader;
@@ -81,11 +83,29 @@ final class PythonModelFactory implements AutoCloseable {
         Dlpack4jProperties.Model m = Objects.requireNonNull(models.get(name), name);
         String at = PREFIX + name + ".";
         String source = source(at, m);
+        chat(at, m);
         if (m.sentenceTransformers() != null) {
-            onlyTexts(at, m);
-            SentenceTransformers.Builder b = SentenceTransformers.embeddings(files.directory(source, m.sentenceTransformers(), name))
+            declaresItsOwn(at, m, "a sentence-transformers model", "the model's input is its texts (" + SentenceTransformers.TEXT
+                    + "), its outputs the embeddings (" + SentenceTransformers.EMBEDDING + ") and each text's token count ("
+                    + SentenceTransformers.TOKENS + ").");
+            SentenceTransformers.Builder b = SentenceTransformers.embeddings(
+                    files.directory(source, m.sentenceTransformers(), name, ModelFiles.Kind.SENTENCE_TRANSFORMERS))
                     .python(python).name(name).listener(relay(name));
-            runtime(at, m, b::batching, b::workers, b::maxQueue, b::timeout);
+            runtime(at, m, b::batching, b::workers, b::maxQueue, b::timeout, b::streamTimeout);
+            return b.build();
+        }
+        if (m.transformersChat() != null) {
+            declaresItsOwn(at, m, "a transformers-chat model", "the model's inputs are the messages (" + Transformers.MESSAGES
+                    + ") and the generation's parameters (" + Transformers.PARAMETERS + "), its outputs each piece of text ("
+                    + Transformers.DELTA + ") and, last, how it finished (" + Transformers.FINISH + ").");
+            if (m.batching().maxRows() != null) {
+                throw new ModelPropertyException(at + "batching.max-rows", m.batching().maxRows(),
+                        "a transformers-chat model streams, and streams are not batched", "Remove " + at + "batching: the model's "
+                        + "workers advance that many generations at once, a token each in turn (set " + at + "workers for more).");
+            }
+            Transformers.Builder b = Transformers.chat(files.directory(source, m.transformersChat(), name, ModelFiles.Kind.CAUSAL_LM))
+                    .python(python).name(name).listener(relay(name));
+            runtime(at, m, b::batching, b::workers, b::maxQueue, b::timeout, b::streamTimeout);
             return b.build();
         }
         PythonModel.Builder b = PythonModel.builder().name(name).python(python).listener(relay(name));
@@ -106,16 +126,25 @@ final class PythonModelFactory implements AutoCloseable {
         }
         specs(at + "inputs", m.inputs(), b::input);
         specs(at + "outputs", m.outputs(), b::output);
-        runtime(at, m, b::batching, b::workers, b::maxQueue, b::timeout);
+        runtime(at, m, b::batching, b::workers, b::maxQueue, b::timeout, b::streamTimeout);
         return b.build();
     }
 
     /**
-     * Checks the settings of the runtime that every model has (batching, workers, queue, deadline)
-     * and gives those that are set to the model's builder, through its four setters.
+     * {@return the chat defaults of the {@code transformers-chat} entry {@code name}, which
+     * {@link #create} checked}
+     */
+    Dlpack4jProperties.Chat chat(String name) {
+        return Objects.requireNonNull(models.get(name), name).chat();
+    }
+
+    /**
+     * Checks the settings of the runtime that every model has (batching, workers, queue, deadlines)
+     * and gives those that are set to the model's builder, through its five setters.
      */
     private static void runtime(String at, Dlpack4jProperties.Model m, BiConsumer<Integer, Duration> batching,
-                                IntConsumer workers, IntConsumer maxQueue, Consumer<Duration> timeout) {
+                                IntConsumer workers, IntConsumer maxQueue, Consumer<Duration> timeout,
+                                Consumer<Duration> streamTimeout) {
         if (m.batching().maxRows() != null) {
             if (m.batching().maxRows() < 1) {
                 throw new ModelPropertyException(at + "batching.max-rows", m.batching().maxRows(),
@@ -136,11 +165,19 @@ final class PythonModelFactory implements AutoCloseable {
             maxQueue.accept(m.maxQueue());
         }
         if (m.timeout() != null) {
-            if (m.timeout().isNegative() || m.timeout().isZero()) {
-                throw new ModelPropertyException(at + "timeout", m.timeout(), "a deadline is more than zero",
-                        "Set " + at + "timeout to more than zero, e.g. 500ms, or remove it for no deadline.");
-            }
+            deadline(at + "timeout", m.timeout(), "500ms");
             timeout.accept(m.timeout());
+        }
+        if (m.streamTimeout() != null) {
+            deadline(at + "stream-timeout", m.streamTimeout(), "2m");
+            streamTimeout.accept(m.streamTimeout());
+        }
+    }
+
+    private static void deadline(String property, Duration value, String example) {
+        if (value.isNegative() || value.isZero()) {
+            throw new ModelPropertyException(property, value, "a deadline is more than zero",
+                    "Set " + property + " to more than zero, e.g. " + example + ", or remove it for no deadline.");
         }
     }
 
@@ -165,9 +202,12 @@ final class PythonModelFactory implements AutoCloseable {
         if (m.sentenceTransformers() != null) {
             given.add(at + "sentence-transformers");
         }
+        if (m.transformersChat() != null) {
+            given.add(at + "transformers-chat");
+        }
         if (given.isEmpty()) {
             throw new ModelPropertyException(at + "torchscript", null, "the model has no source", "Set one of " + at + "torchscript, "
-                    + at + "exported-program, " + at + "factory or " + at + "sentence-transformers.");
+                    + at + "exported-program, " + at + "factory, " + at + "sentence-transformers or " + at + "transformers-chat.");
         }
         if (given.size() > 1) {
             throw new ModelPropertyException(given.get(1), String.join(", ", given), "the model has two sources",
@@ -180,22 +220,58 @@ final class PythonModelFactory implements AutoCloseable {
         return given.getFirst();
     }
 
-    /** Refuses the settings of a tensor model on a sentence-transformers model, which takes texts and declares its own outputs. */
-    private static void onlyTexts(String at, Dlpack4jProperties.Model m) {
-        String signature = "the model's input is its texts (" + SentenceTransformers.TEXT + "), its outputs the embeddings ("
-                + SentenceTransformers.EMBEDDING + ") and each text's token count (" + SentenceTransformers.TOKENS + ").";
-        declaresNothing(at + "inputs", m.inputs(), signature);
-        declaresNothing(at + "outputs", m.outputs(), signature);
+    /**
+     * Refuses the settings of a tensor model on a model that takes texts and declares its own
+     * inputs and outputs; {@code signature} says what they are.
+     */
+    private static void declaresItsOwn(String at, Dlpack4jProperties.Model m, String kind, String signature) {
+        declaresNothing(at + "inputs", m.inputs(), kind, signature);
+        declaresNothing(at + "outputs", m.outputs(), kind, signature);
         if (m.torchInputs()) {
-            throw new ModelPropertyException(at + "torch-inputs", true, "a sentence-transformers model takes texts, not tensors",
+            throw new ModelPropertyException(at + "torch-inputs", true, kind + " takes texts, not tensors",
                     "Remove " + at + "torch-inputs: " + signature);
         }
     }
 
-    private static void declaresNothing(String property, List<Dlpack4jProperties.Spec> specs, String signature) {
+    private static void declaresNothing(String property, List<Dlpack4jProperties.Spec> specs, String kind, String signature) {
         if (!specs.isEmpty()) {
             throw new ModelPropertyException(property, String.join(", ", specs.stream().map(s -> String.valueOf(s.name())).toList()),
-                    "a sentence-transformers model declares its own inputs and outputs", "Remove " + property + ": " + signature);
+                    kind + " declares its own inputs and outputs", "Remove " + property + ": " + signature);
+        }
+    }
+
+    /**
+     * Checks the chat defaults: only on a {@code transformers-chat} entry, and each in its range
+     * (those of {@link TransformersChatModel.Defaults}, which the {@code ChatModel} bean takes).
+     */
+    private static void chat(String at, Dlpack4jProperties.Model m) {
+        Dlpack4jProperties.Chat c = m.chat();
+        if (m.transformersChat() == null) {
+            Map<String, Object> given = new LinkedHashMap<>();
+            given.put("max-new-tokens", c.maxNewTokens());
+            given.put("temperature", c.temperature());
+            given.put("top-p", c.topP());
+            given.put("seed", c.seed());
+            given.put("stop", c.stop().isEmpty() ? null : c.stop());
+            given.values().removeIf(Objects::isNull);
+            if (!given.isEmpty()) {
+                Map.Entry<String, Object> first = given.entrySet().iterator().next();
+                throw new ModelPropertyException(at + "chat." + first.getKey(), first.getValue(), "only a transformers-chat model takes"
+                        + " chat defaults", "Remove " + at + "chat, or set " + at + "transformers-chat to a causal language model's"
+                        + " directory instead of the entry's other source.");
+            }
+            return;
+        }
+        if (c.maxNewTokens() != null) {
+            atLeastOne(at + "chat.max-new-tokens", c.maxNewTokens());
+        }
+        if (c.temperature() != null && !(c.temperature() >= 0 && Double.isFinite(c.temperature()))) {
+            throw new ModelPropertyException(at + "chat.temperature", c.temperature(), "a temperature is 0 (greedy) or more",
+                    "Set " + at + "chat.temperature to 0 for greedy decoding, or more to sample, e.g. 0.7.");
+        }
+        if (c.topP() != null && !(c.topP() > 0 && c.topP() <= 1)) {
+            throw new ModelPropertyException(at + "chat.top-p", c.topP(), "a probability mass is more than 0 and at most 1",
+                    "Set " + at + "chat.top-p to more than 0 and at most 1 (1 keeps every token), e.g. 0.9.");
         }
     }
 

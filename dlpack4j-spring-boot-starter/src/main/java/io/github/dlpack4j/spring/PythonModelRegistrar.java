@@ -1,6 +1,7 @@
 package io.github.dlpack4j.spring;
 
 import java.util.Map;
+import java.util.Objects;
 
 import io.github.dlpack4j.model.PythonModel;
 
@@ -18,13 +19,17 @@ import org.springframework.util.ClassUtils;
  * Registers one {@link PythonModel} bean per {@code dlpack4j.models.<name>} entry, named after the
  * entry; {@link PythonModelFactory} builds it when the bean is made. Beside the model of each
  * {@code sentence-transformers} entry it registers Spring AI's {@code EmbeddingModel} as the bean
- * {@code <name>EmbeddingModel}, when Spring AI is on the application's class path.
+ * {@code <name>EmbeddingModel}, and beside that of each {@code transformers-chat} entry Spring AI's
+ * {@code ChatModel} as the bean {@code <name>ChatModel}, when Spring AI is on the application's
+ * class path.
  */
 final class PythonModelRegistrar implements BeanDefinitionRegistryPostProcessor {
     /** The class whose presence means that the application has Spring AI. */
     static final String SPRING_AI = "org.springframework.ai.embedding.EmbeddingModel";
     /** What an entry's name takes to name its {@code EmbeddingModel} bean. */
     static final String EMBEDDING_MODEL = "EmbeddingModel";
+    /** What an entry's name takes to name its {@code ChatModel} bean. */
+    static final String CHAT_MODEL = "ChatModel";
 
     private final Environment environment;
 
@@ -32,8 +37,8 @@ final class PythonModelRegistrar implements BeanDefinitionRegistryPostProcessor 
         this.environment = environment;
     }
 
-    /** The one property of an entry that the registrar reads, to know its beans. */
-    record Source(String sentenceTransformers) {
+    /** The properties of an entry that the registrar reads, to know its beans. */
+    record Source(String sentenceTransformers, String transformersChat) {
     }
 
     @Override
@@ -60,6 +65,11 @@ final class PythonModelRegistrar implements BeanDefinitionRegistryPostProcessor 
                 free(registry, name, embeddingModel, "the EmbeddingModel bean of a sentence-transformers entry is named after it");
                 registry.registerBeanDefinition(embeddingModel, SpringAi.embeddingModel(beans, name));
             }
+            if (s != null && s.transformersChat() != null) {
+                String chatModel = name + CHAT_MODEL;
+                free(registry, name, chatModel, "the ChatModel bean of a transformers-chat entry is named after it");
+                registry.registerBeanDefinition(chatModel, SpringAi.chatModel(beans, name));
+            }
         }
     }
 
@@ -82,6 +92,25 @@ final class PythonModelRegistrar implements BeanDefinitionRegistryPostProcessor 
         static RootBeanDefinition embeddingModel(BeanFactory beans, String model) {
             RootBeanDefinition d = new RootBeanDefinition(SentenceTransformersEmbeddingModel.class,
                     () -> new SentenceTransformersEmbeddingModel(beans.getBean(model, PythonModel.class)));
+            d.setDependsOn(model);
+            return d;
+        }
+
+        /**
+         * {@return the definition of the {@link TransformersChatModel} over the model bean {@code model},
+         * with its entry's chat defaults}
+         */
+        static RootBeanDefinition chatModel(BeanFactory beans, String model) {
+            RootBeanDefinition d = new RootBeanDefinition(TransformersChatModel.class, () -> {
+                PythonModel m = beans.getBean(model, PythonModel.class); // made first: its factory checked the defaults
+                Dlpack4jProperties.Chat c = beans.getBean(PythonModelFactory.class).chat(model);
+                TransformersChatModel.Defaults standard = TransformersChatModel.Defaults.STANDARD;
+                return new TransformersChatModel(m, new TransformersChatModel.Defaults(
+                        Objects.requireNonNullElse(c.maxNewTokens(), standard.maxNewTokens()),
+                        Objects.requireNonNullElse(c.temperature(), standard.temperature()),
+                        Objects.requireNonNullElse(c.topP(), standard.topP()),
+                        c.seed(), c.stop().isEmpty() ? standard.stop() : c.stop()));
+            });
             d.setDependsOn(model);
             return d;
         }

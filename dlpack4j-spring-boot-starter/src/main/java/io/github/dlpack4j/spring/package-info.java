@@ -6,7 +6,9 @@
  * model's Micrometer meters, and the models closed after the web server's graceful shutdown. Beside
  * the model of each {@code sentence-transformers} entry comes Spring AI's {@code EmbeddingModel}, the
  * bean {@code <name>EmbeddingModel} ({@link io.github.dlpack4j.spring.SentenceTransformersEmbeddingModel}),
- * when Spring AI is on the class path. A bad property fails start-up with
+ * and beside that of each {@code transformers-chat} entry Spring AI's {@code ChatModel}, the bean
+ * {@code <name>ChatModel} ({@link io.github.dlpack4j.spring.TransformersChatModel}), when Spring AI is
+ * on the class path. A bad property fails start-up with
  * {@link io.github.dlpack4j.spring.ModelPropertyFailureAnalyzer}'s report.
  */
 package io.github.dlpack4j.spring;
