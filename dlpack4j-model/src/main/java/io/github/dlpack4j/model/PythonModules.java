@@ -28,7 +28,9 @@ final class PythonModules {
                      PyObject namespace = module.attr("__dict__");
                      PyObject code = builtins.callMethod("compile", resource(name), name + ".py", "exec");
                      PyObject ignored = builtins.callMethod("exec", code, namespace)) {
-                    modules.callMethod("__setitem__", name, module).close();
+                    // Another thread may have made it meanwhile (exec can let the GIL go): every
+                    // caller gets the module that is in sys.modules, whose state (a registry) is shared.
+                    return modules.callMethod("setdefault", name, module);
                 }
             }
             return modules.get(name);

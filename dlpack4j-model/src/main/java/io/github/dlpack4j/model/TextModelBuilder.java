@@ -3,9 +3,11 @@ package io.github.dlpack4j.model;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
@@ -20,7 +22,8 @@ import io.github.dlpack4j.python.Python;
  */
 abstract class TextModelBuilder<B extends TextModelBuilder<B>> {
     private final Path dir;
-    private final PythonModel.Builder model = PythonModel.builder();
+    /** The runtime's settings, made on each build's own {@link PythonModel.Builder} (a builder takes one source). */
+    private final List<Consumer<PythonModel.Builder>> runtime = new ArrayList<>();
     private Python python;
     private String name;
 
@@ -38,7 +41,6 @@ abstract class TextModelBuilder<B extends TextModelBuilder<B>> {
      */
     public B python(Python python) {
         this.python = Objects.requireNonNull(python, "python");
-        model.python(python);
         return self();
     }
 
@@ -62,8 +64,7 @@ abstract class TextModelBuilder<B extends TextModelBuilder<B>> {
      * @return this builder
      */
     public B batching(int maxBatchRows, Duration maxDelay) {
-        model.batching(maxBatchRows, maxDelay);
-        return self();
+        return runtime(m -> m.batching(maxBatchRows, maxDelay));
     }
 
     /**
@@ -73,8 +74,7 @@ abstract class TextModelBuilder<B extends TextModelBuilder<B>> {
      * @return this builder
      */
     public B workers(int calls) {
-        model.workers(calls);
-        return self();
+        return runtime(m -> m.workers(calls));
     }
 
     /**
@@ -84,8 +84,7 @@ abstract class TextModelBuilder<B extends TextModelBuilder<B>> {
      * @return this builder
      */
     public B maxQueue(int requests) {
-        model.maxQueue(requests);
-        return self();
+        return runtime(m -> m.maxQueue(requests));
     }
 
     /**
@@ -95,8 +94,7 @@ abstract class TextModelBuilder<B extends TextModelBuilder<B>> {
      * @return this builder
      */
     public B timeout(Duration perCall) {
-        model.timeout(perCall);
-        return self();
+        return runtime(m -> m.timeout(perCall));
     }
 
     /**
@@ -106,8 +104,7 @@ abstract class TextModelBuilder<B extends TextModelBuilder<B>> {
      * @return this builder
      */
     public B streamTimeout(Duration perStream) {
-        model.streamTimeout(perStream);
-        return self();
+        return runtime(m -> m.streamTimeout(perStream));
     }
 
     /**
@@ -117,7 +114,13 @@ abstract class TextModelBuilder<B extends TextModelBuilder<B>> {
      * @return this builder
      */
     public B listener(ModelListener listener) {
-        model.listener(listener);
+        return runtime(m -> m.listener(listener));
+    }
+
+    /** Checks a runtime setting's arguments now, as {@link PythonModel.Builder} does, and keeps it for every build. */
+    private B runtime(Consumer<PythonModel.Builder> setting) {
+        setting.accept(PythonModel.builder());
+        runtime.add(setting);
         return self();
     }
 
@@ -131,7 +134,8 @@ abstract class TextModelBuilder<B extends TextModelBuilder<B>> {
             throw new IllegalArgumentException(dir + " is not a directory: give a model's directory");
         }
         Python py = python != null ? python : Python.start();
-        model.python(py);
+        PythonModel.Builder model = PythonModel.builder().python(py);
+        runtime.forEach(setting -> setting.accept(model));
         List<?> loaded = py.withGil(() -> {
             try (PyObject helpers = PythonModules.module(py, SentenceTransformers.HELPERS);
                  PyObject r = helpers.callMethod(loader, dir.toString(), "cpu")) {

@@ -89,7 +89,8 @@ def load_embedder(path: str, device: str) -> tuple[int, int, int]:
 
     model = _quietly(lambda: SentenceTransformer(path, device=device))
     model.eval()
-    return _keep(model), _dimension(model, path), int(model.max_seq_length or -1)
+    dimension, max_seq_length = _dimension(model, path), int(model.max_seq_length or -1)
+    return _keep(model), dimension, max_seq_length  # kept last: Java discards only a model whose key it got
 
 
 def _dimension(model: object, path: str) -> int:
@@ -108,7 +109,8 @@ def load_cross_encoder(path: str, device: str) -> tuple[int, int]:
 
     model = _quietly(lambda: CrossEncoder(path, device=device))
     model.eval()
-    return _keep(model), int(getattr(model, "max_length", None) or -1)
+    max_length = int(getattr(model, "max_length", None) or -1)
+    return _keep(model), max_length  # kept last: Java discards only a model whose key it got
 
 
 def embedder(key: int, normalize: bool, batch_size: int) -> Callable[[list[str]], dict[str, object]]:
@@ -178,7 +180,8 @@ def load_causal_lm(path: str, device: str) -> tuple[int, int]:
     model = _quietly(lambda: AutoModelForCausalLM.from_pretrained(path))
     model.to(device)
     model.eval()
-    return _keep((model, tokenizer)), _context_length(model, tokenizer)
+    context_length = _context_length(model, tokenizer)
+    return _keep((model, tokenizer)), context_length  # kept last: Java discards only a model whose key it got
 
 
 def _context_length(model: object, tokenizer: object) -> int:

@@ -17,7 +17,6 @@ import io.github.dlpack4j.python.PythonException;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -132,7 +131,6 @@ class SentenceTransformersReviewTest {
         }
     }
 
-    @Disabled("review bug 4: load_embedder keeps the model before _dimension raises, and Java never gets its key; passes with the proposed dlpack4j_text.py fix")
     @Test
     @Timeout(120)
     void aModelThatDoesNotSayItsDimensionFailsTheBuildAndIsNotKeptLoaded() throws Exception {
@@ -189,7 +187,6 @@ class SentenceTransformersReviewTest {
         assertThat(instances()).as("SentenceTransformer objects alive").isEqualTo(before);
     }
 
-    @Disabled("review bug 3: PythonModules.module races (two dlpack4j_text modules, two registries: KeyError or the other thread's model); passes with the proposed setdefault fix")
     @Test
     @Timeout(180)
     void theVeryFirstBuildsFromTwoThreadsAtOnceEachGetTheirOwnModel() throws Exception {
@@ -243,7 +240,6 @@ class SentenceTransformersReviewTest {
         }
     }
 
-    @Disabled("review bug 5: a second build() of one builder fails with \"the model has a source already\" after loading the model again; passes with the proposed TextModelBuilder fix")
     @Test
     @Timeout(120)
     void aBuilderBuildsAgain() {

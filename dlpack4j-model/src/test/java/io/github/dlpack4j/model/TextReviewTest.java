@@ -23,7 +23,6 @@ import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.PythonException;
 
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -472,7 +471,6 @@ class TextReviewTest {
      * the Python objects converted before (here: objects of no Java type) when the call fails, not
      * when Java's collector comes by; and the failure names the output and the row.
      */
-    @Disabled("review bug 2: a conversion failing halfway (or two NaN keys) leaves the PyObjects converted before it to the cleaner; passes with the proposed Convert and Values fix")
     @Test
     @Timeout(60)
     void theModelsObjectsInAValueThatFailsToConvertAreLetGoWhenTheCallFails() throws Exception {
@@ -490,7 +488,6 @@ class TextReviewTest {
         }
     }
 
-    @Disabled("review bug 2: a str that UTF-8 cannot carry fails as a bare PythonException (UnicodeEncodeError) naming neither output nor row; passes with the proposed Values fix")
     @Test
     @Timeout(60)
     void aLoneSurrogateInATextOutputFailsTheCallNamingTheOutputAndTheRow() {
@@ -678,7 +675,6 @@ class TextReviewTest {
      * bare {@link StackOverflowError}), the model's objects in it are let go, and the model goes
      * on; on a model thread and on the caller's own thread.
      */
-    @Disabled("review bug 1: a deep value is a bare StackOverflowError from the recursive Convert.toJava, and leaks its Python objects for good; passes with the proposed iterative Convert and Values fix")
     @Test
     @Timeout(60)
     void aValueNestedTenThousandLevelsDeepFailsTheCallClearlyAndLeaksNoPythonObject() throws Exception {

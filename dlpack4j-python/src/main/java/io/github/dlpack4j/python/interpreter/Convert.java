@@ -10,6 +10,7 @@ import io.github.dlpack4j.python.PyObject;
 import java.lang.foreign.ValueLayout;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
@@ -193,57 +194,210 @@ public final class Convert {
 
     private static Object toJavaObject(MemorySegment o) {
         try {
-            if (isInstance(o, CpythonLayout.LONG_TYPE)) {
-                long v = (long) CApi.PyLong_AsLongLong.invokeExact(o);
-                if (v == -1 && ((MemorySegment) CApi.PyErr_Occurred.invokeExact()).address() != 0) {
-                    PyErrors.clearError();
-                    return new BigInteger(str(o));
-                }
-                return v;
-            }
-            if (isInstance(o, CpythonLayout.FLOAT_TYPE)) {
-                return (double) CApi.PyFloat_AsDouble.invokeExact(o);
-            }
-            if (isInstance(o, CpythonLayout.UNICODE_TYPE)) {
-                return toJavaString(o);
-            }
-            if (isInstance(o, CpythonLayout.BYTES_TYPE)) {
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment buf = arena.allocate(ADDRESS);
-                    MemorySegment len = arena.allocate(JAVA_LONG);
-                    PyErrors.check((int) CApi.PyBytes_AsStringAndSize.invokeExact(o, buf, len));
-                    return buf.get(ADDRESS, 0).reinterpret(len.get(JAVA_LONG, 0)).toArray(JAVA_BYTE);
-                }
-            }
-            if (isInstance(o, CpythonLayout.LIST_TYPE) || isInstance(o, CpythonLayout.TUPLE_TYPE)) {
-                long n = PyErrors.checkSize((long) CApi.PySequence_Size.invokeExact(o));
-                List<Object> out = new ArrayList<>((int) n);
-                for (long i = 0; i < n; i++) {
-                    MemorySegment item = PyErrors.check((MemorySegment) CApi.PySequence_GetItem.invokeExact(o, i));
-                    try {
-                        out.add(toJava(item));
-                    } finally {
-                        Refs.decRef(item);
-                    }
-                }
-                return out;
-            }
-            if (isInstance(o, CpythonLayout.DICT_TYPE)) {
-                Map<Object, Object> out = new LinkedHashMap<>();
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment pos = arena.allocate(JAVA_LONG);
-                    MemorySegment key = arena.allocate(ADDRESS);
-                    MemorySegment value = arena.allocate(ADDRESS);
-                    while ((int) CApi.PyDict_Next.invokeExact(o, pos, key, value) != 0) {
-                        out.put(toJava(key.get(ADDRESS, 0)), toJava(value.get(ADDRESS, 0)));
-                    }
-                }
-                return out;
-            }
-            Refs.incRef(o);
-            return PyObjects.steal(o);
+            Object v = leaf(o);
+            return v == CONTAINER ? containers(o) : v;
         } catch (Throwable t) {
             throw PyErrors.unchecked(t);
+        }
+    }
+
+    /** What {@link #leaf} returns for a list, tuple or dict: converted by {@link #containers}. */
+    private static final Object CONTAINER = new Object();
+
+    /** The Java value of anything but a list, tuple or dict, for which it returns {@link #CONTAINER}. */
+    private static Object leaf(MemorySegment o) throws Throwable {
+        long a = o.address();
+        if (a == NONE.address()) {
+            return null;
+        }
+        if (a == TRUE.address() || a == FALSE.address()) {
+            return a == TRUE.address();
+        }
+        if (isInstance(o, CpythonLayout.LONG_TYPE)) {
+            long v = (long) CApi.PyLong_AsLongLong.invokeExact(o);
+            if (v == -1 && ((MemorySegment) CApi.PyErr_Occurred.invokeExact()).address() != 0) {
+                PyErrors.clearError();
+                return new BigInteger(str(o));
+            }
+            return v;
+        }
+        if (isInstance(o, CpythonLayout.FLOAT_TYPE)) {
+            return (double) CApi.PyFloat_AsDouble.invokeExact(o);
+        }
+        if (isInstance(o, CpythonLayout.UNICODE_TYPE)) {
+            return toJavaString(o);
+        }
+        if (isInstance(o, CpythonLayout.BYTES_TYPE)) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment buf = arena.allocate(ADDRESS);
+                MemorySegment len = arena.allocate(JAVA_LONG);
+                PyErrors.check((int) CApi.PyBytes_AsStringAndSize.invokeExact(o, buf, len));
+                return buf.get(ADDRESS, 0).reinterpret(len.get(JAVA_LONG, 0)).toArray(JAVA_BYTE);
+            }
+        }
+        if (isInstance(o, CpythonLayout.LIST_TYPE) || isInstance(o, CpythonLayout.TUPLE_TYPE)
+                || isInstance(o, CpythonLayout.DICT_TYPE)) {
+            return CONTAINER;
+        }
+        Refs.incRef(o);
+        return PyObjects.steal(o);
+    }
+
+    /**
+     * A list, tuple or dict being converted: its Python object (a reference of its own), its Java
+     * value, and how far the conversion got.
+     */
+    private static final class Container {
+        final MemorySegment object;
+        final List<Object> list;
+        final Map<Object, Object> map;
+        final long size;
+        long next;
+        /** {@code PyDict_Next}'s position, key and value, for a dict. */
+        final MemorySegment pos;
+        final MemorySegment key;
+        final MemorySegment value;
+
+        Container(MemorySegment object, Arena arena) throws Throwable {
+            this.object = object;
+            if (isInstance(object, CpythonLayout.DICT_TYPE)) {
+                map = new LinkedHashMap<>();
+                list = null;
+                size = 0;
+                pos = arena.allocate(JAVA_LONG);
+                key = arena.allocate(ADDRESS);
+                value = arena.allocate(ADDRESS);
+            } else {
+                size = PyErrors.checkSize((long) CApi.PySequence_Size.invokeExact(object));
+                list = new ArrayList<>((int) size);
+                map = null;
+                pos = key = value = null;
+            }
+        }
+
+        Object java() {
+            return list != null ? list : map;
+        }
+    }
+
+    /**
+     * Converts a list, tuple or dict and everything in it without recursion, so that no depth of
+     * nesting runs the thread out of stack (a {@link StackOverflowError} would also skip the
+     * decrefs of the objects being converted). A failure (a str that UTF-8 cannot carry) lets go of
+     * what was converted before it; a dict key that Python tells apart from an earlier one and Java
+     * does not (two NaNs) keeps the last value, as {@code Map.put} does, and lets go of the other.
+     */
+    private static Object containers(MemorySegment root) throws Throwable {
+        ArrayDeque<Container> open = new ArrayDeque<>();
+        Object result = null;
+        try (Arena arena = Arena.ofConfined()) {
+            try {
+                Refs.incRef(root);
+                Container first;
+                try {
+                    first = new Container(root, arena);
+                } catch (Throwable t) {
+                    Refs.decRef(root);
+                    throw t;
+                }
+                open.push(first);
+                result = first.java();
+                while (!open.isEmpty()) {
+                    Container c = open.peek();
+                    if (c.list != null) {
+                        if (c.next == c.size) {
+                            Refs.decRef(open.pop().object);
+                            continue;
+                        }
+                        MemorySegment item = PyErrors.check((MemorySegment) CApi.PySequence_GetItem.invokeExact(c.object, c.next++));
+                        c.list.add(child(item, open, arena)); // steals item
+                    } else {
+                        if ((int) CApi.PyDict_Next.invokeExact(c.object, c.pos, c.key, c.value) == 0) {
+                            Refs.decRef(open.pop().object);
+                            continue;
+                        }
+                        // Keys are hashable (no list or dict): a tuple key converts in a call of its own.
+                        Object k = toJava(c.key.get(ADDRESS, 0));
+                        Object v;
+                        try {
+                            MemorySegment borrowed = c.value.get(ADDRESS, 0);
+                            Refs.incRef(borrowed);
+                            v = child(borrowed, open, arena);
+                        } catch (Throwable t) {
+                            closeObjects(k);
+                            throw t;
+                        }
+                        if (c.map.containsKey(k)) {
+                            closeObjects(k);
+                            closeObjects(c.map.get(k));
+                        }
+                        c.map.put(k, v);
+                    }
+                }
+                return result;
+            } catch (Throwable t) {
+                for (Container c : open) {
+                    Refs.decRef(c.object);
+                }
+                closeObjects(result);
+                throw t;
+            }
+        }
+    }
+
+    /**
+     * A container's item (a new reference, which this takes over): its Java value, or for a list,
+     * tuple or dict an empty Java container that the conversion fills once it is pushed on {@code open}.
+     */
+    private static Object child(MemorySegment item, ArrayDeque<Container> open, Arena arena)
+            throws Throwable {
+        Object v;
+        try {
+            v = leaf(item);
+        } catch (Throwable t) {
+            Refs.decRef(item);
+            throw t;
+        }
+        if (v != CONTAINER) {
+            Refs.decRef(item);
+            return v;
+        }
+        Container c;
+        try {
+            c = new Container(item, arena);
+        } catch (Throwable t) {
+            Refs.decRef(item);
+            throw t;
+        }
+        open.push(c); // its reference is released when it is popped
+        return c.java();
+    }
+
+    /** Closes the {@link PyObject}s in a (partly) converted value, without recursion. */
+    private static void closeObjects(Object value) {
+        ArrayDeque<Object> left = new ArrayDeque<>();
+        if (value != null) {
+            left.push(value);
+        }
+        while (!left.isEmpty()) {
+            switch (left.pop()) {
+                case PyObject p -> p.close();
+                case List<?> list -> list.forEach(x -> {
+                    if (x != null) {
+                        left.push(x);
+                    }
+                });
+                case Map<?, ?> map -> map.forEach((k, x) -> {
+                    if (k != null) {
+                        left.push(k);
+                    }
+                    if (x != null) {
+                        left.push(x);
+                    }
+                });
+                default -> {
+                }
+            }
         }
     }
 
