@@ -81,7 +81,8 @@ final class ChatCalls {
                 default -> throw new UnsupportedFeatureException("model " + model.name() + " takes system, user and AI "
                         + "messages, not " + m.type());
             }
-            messages.append("{\"role\": ").append(json(role)).append(", \"content\": ").append(json(text)).append('}');
+            messages.append("{\"role\": ").append(Transformers.jsonString(role))
+                    .append(", \"content\": ").append(Transformers.jsonString(text)).append('}');
         }
         messages.append(']');
         Double temperature = request.temperature() != null ? request.temperature() : defaults.temperature();
@@ -95,33 +96,10 @@ final class ChatCalls {
                 .append(", \"seed\": ").append(defaults.seed() == null ? "null" : defaults.seed().toString())
                 .append(", \"stop\": [");
         for (int i = 0; i < stop.size(); i++) {
-            p.append(i > 0 ? ", " : "").append(json(stop.get(i)));
+            p.append(i > 0 ? ", " : "").append(Transformers.jsonString(stop.get(i)));
         }
         p.append("]}");
         return Map.of(Transformers.MESSAGES, messages.toString(), Transformers.PARAMETERS, p.toString());
-    }
-
-    /** {@return {@code s} as a JSON string} */
-    static String json(String s) {
-        StringBuilder b = new StringBuilder(s.length() + 2).append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"' -> b.append("\\\"");
-                case '\\' -> b.append("\\\\");
-                case '\n' -> b.append("\\n");
-                case '\r' -> b.append("\\r");
-                case '\t' -> b.append("\\t");
-                default -> {
-                    if (c < 0x20) {
-                        b.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        b.append(c);
-                    }
-                }
-            }
-        }
-        return b.append('"').toString();
     }
 
     /**

@@ -40,6 +40,34 @@ public final class Transformers {
     }
 
     /**
+     * {@return {@code s} as a JSON string literal, quotes included}: for the text of a message in
+     * {@value #MESSAGES} or a stop string in {@value #PARAMETERS}
+     *
+     * @param s the text
+     */
+    public static String jsonString(String s) {
+        StringBuilder b = new StringBuilder(s.length() + 2).append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            switch (c) {
+                case '"' -> b.append("\\\"");
+                case '\\' -> b.append("\\\\");
+                case '\n' -> b.append("\\n");
+                case '\r' -> b.append("\\r");
+                case '\t' -> b.append("\\t");
+                default -> {
+                    if (c < 0x20) {
+                        b.append(String.format("\\u%04x", (int) c));
+                    } else {
+                        b.append(c);
+                    }
+                }
+            }
+        }
+        return b.append('"').toString();
+    }
+
+    /**
      * {@return a builder of a streaming chat model over a causal language model's directory}
      *
      * @param dir a transformers model directory with its tokenizer (and its chat template)

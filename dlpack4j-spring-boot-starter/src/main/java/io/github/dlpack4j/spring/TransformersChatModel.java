@@ -262,7 +262,7 @@ public final class TransformersChatModel implements ChatModel {
                 }
             }
             messages.append(messages.length() > 1 ? ", " : "").append("{\"role\": \"").append(role).append("\", \"content\": ")
-                    .append(json(Objects.requireNonNullElse(m.getText(), ""))).append('}');
+                    .append(Transformers.jsonString(Objects.requireNonNullElse(m.getText(), ""))).append('}');
         }
         messages.append(']');
         ChatOptions o = prompt.getOptions();
@@ -302,7 +302,7 @@ public final class TransformersChatModel implements ChatModel {
                 .append(", \"stop\": [");
         List<String> stops = stop != null ? stop : defaults.stop();
         for (int i = 0; i < stops.size(); i++) {
-            p.append(i > 0 ? ", " : "").append(json(stops.get(i)));
+            p.append(i > 0 ? ", " : "").append(Transformers.jsonString(stops.get(i)));
         }
         p.append("]}");
         return Map.of(Transformers.MESSAGES, messages.toString(), Transformers.PARAMETERS, p.toString());
@@ -316,29 +316,6 @@ public final class TransformersChatModel implements ChatModel {
 
     private IllegalArgumentException refused(String why) {
         return new IllegalArgumentException("model " + model.name() + " " + why);
-    }
-
-    /** {@return {@code s} as a JSON string} */
-    private static String json(String s) {
-        StringBuilder b = new StringBuilder(s.length() + 2).append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"' -> b.append("\\\"");
-                case '\\' -> b.append("\\\\");
-                case '\n' -> b.append("\\n");
-                case '\r' -> b.append("\\r");
-                case '\t' -> b.append("\\t");
-                default -> {
-                    if (c < 0x20) {
-                        b.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        b.append(c);
-                    }
-                }
-            }
-        }
-        return b.append('"').toString();
     }
 
     /**
