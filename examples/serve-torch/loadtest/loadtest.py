@@ -15,6 +15,13 @@ unless told, each request one sentence of ``sentences.txt`` (5 to 53 words, cycl
 ``embeddings.lua``). Before the load, the same request of a few sentences goes to each service
 and their embeddings must agree (cosine at least 0.9999 per sentence, the same token counts).
 
+``--model tiny-lm`` serves the project's small causal LM (``scripts/tiny-lm``'s directory) with
+OpenAI's ``POST /v1/chat/completions`` streamed as server-sent events: the Java service (one
+``PythonModel.stream`` a request) and FastAPI + transformers' ``TextIteratorStreamer``, at 1, 8
+and 64 concurrent streams, each stream a greedy reply of ``--max-tokens`` (128) to one sentence of
+``sentences.txt``, read by :mod:`chat_load` (wrk cannot time a first token). Before the load, both
+services' greedy replies to a few prompts, streamed and whole, must be equal token for token.
+
 ``--soak`` runs the Java service alone: its peak rate at 64 connections, then ``--soak-duration``
 (10 minutes) at 80% of it. It passes with no errors, the resident set after the warm-up (the first
 tenth) within 5% of its first value, and live exports and native bytes (``GET /admin/stats``) back
@@ -37,6 +44,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import chat_load
 import make_request
 import numpy as np
 
@@ -47,6 +55,7 @@ LUA = HERE / "infer.lua"
 EMBEDDINGS_LUA = HERE / "embeddings.lua"
 SENTENCES = HERE / "sentences.txt"
 MINILM = "minilm"
+TINY_LM = chat_load.TINY_LM
 MIN_COSINE = 0.9999  # the Java service's and FastAPI's embeddings of one sentence agree at least this well
 READY = re.compile(r"^serve-torch: \S+ ready on http://127\.0\.0\.1:(\d+) \((.*)\)$")
 SERVICES = {
@@ -207,9 +216,10 @@ def sentences() -> list[str]:
     return [line for line in SENTENCES.read_text(encoding="utf-8").splitlines() if line]
 
 
-def minilm_dir() -> str:
-    """Return all-MiniLM-L6-v2's directory, made by scripts/minilm if it is not there yet (both services serve it)."""
-    return subprocess.run([str(ROOT / "scripts" / "minilm")], capture_output=True, text=True, check=True).stdout.strip()
+def model_dir(model: str) -> str:
+    """Return minilm's or tiny-lm's directory (both services serve it), made by its script if not there yet."""
+    script = ROOT / "scripts" / model
+    return subprocess.run([str(script)], capture_output=True, text=True, check=True).stdout.strip()
 
 
 def stats(s: Service) -> dict[str, object]:
@@ -462,6 +472,106 @@ def loadtest(args: argparse.Namespace) -> int:
 
 
 DEFAULT_JAVA_OPTS = "-Xms512m -Xmx512m (scripts/serve's default)"
+GREEDY_CHECK_PROMPTS = 4
+
+
+def chat_warm_up(s: Service, streams: int, seconds: float, max_tokens: int) -> float:
+    """Load a chat service before it is measured, as :func:`warm_up` does with wrk; return how long."""
+    chat_load.load(s.port, streams, seconds, sentences(), max_tokens)
+    if s.key == "python":
+        return seconds
+    waited = seconds
+    while waited < JIT_WARMUP_LIMIT:
+        before = jit_seconds(s.process.pid)
+        chat_load.load(s.port, streams, 2, sentences(), max_tokens)
+        waited += 2
+        if (jit_seconds(s.process.pid) - before) / 2 < JIT_SETTLED:
+            break
+    return waited
+
+
+def chat_loadtest(args: argparse.Namespace) -> int:
+    """Run the streamed chat load test (tiny-lm); print the table and the settings."""
+    keys = args.services.split(",")
+    connections = [int(c) for c in args.connections.split(",")]
+    cells: dict[tuple[int, str], chat_load.Cell] = {}
+    costs: dict[tuple[int, str], str] = {}
+    settings: dict[str, str] = {}
+    services: list[Service] = []
+    statuses: list[str] = []
+    try:
+        for key in keys:
+            print(f"loadtest: starting {key} for {TINY_LM}", file=sys.stderr, flush=True)
+            services.append(start(key, TINY_LM, args.java_args.split() if key != "python" else []))
+            settings[SERVICES[key][0]] = (
+                f"{services[-1].settings}; start-up to the ready line {services[-1].startup_s:.1f} s"
+            )
+        agreement = chat_load.check_greedy({s.key: s.port for s in services}, sentences()[:GREEDY_CHECK_PROMPTS],
+                                           args.max_tokens)  # fmt: skip
+        print(f"loadtest: {agreement}", file=sys.stderr, flush=True)
+        for c in connections:
+            for s in services:
+                print(f"loadtest: {TINY_LM}, {c} streams, {s.key}", file=sys.stderr, flush=True)
+                warmed = chat_warm_up(s, c, args.warmup, args.max_tokens)
+                cpu = cpu_seconds(s.process.pid)
+                cell = chat_load.load(s.port, c, args.duration, sentences(), args.max_tokens)
+                used = cpu_seconds(s.process.pid) - cpu
+                cells[(c, s.key)] = cell
+                per_token = used * 1e3 / max(1, cell.tokens)
+                costs[(c, s.key)] = (
+                    f"{per_token:.2f} ms CPU a token, {cell.replies} replies in {cell.wall_s:.1f} s; "
+                    f"warmed {warmed:.0f} s"
+                )
+                if cell.errors:
+                    print(f"loadtest: {s.key}: {cell.errors} errors, the first: {cell.first_error}",
+                          file=sys.stderr, flush=True)  # fmt: skip
+    finally:
+        statuses += [f"{s.key}: exit {stop(s)} after SIGTERM" for s in services]
+    head = ["streams"]
+    for key in keys:
+        head += [f"{SERVICES[key][0]} tokens/s", "first token p50", "p99", "a stream's tokens/s p50 (min)", "errors"]
+    pairs = [k for k in keys if k != "python" and "python" in keys]
+    head += [f"{SERVICES[k][0]} / FastAPI: tokens/s, first token p99" for k in pairs]
+    print("| " + " | ".join(head) + " |")
+    print("|" + " --- |" * len(head))
+    for c in connections:
+        row = [str(c)]
+        for key in keys:
+            cell = cells.get((c, key))
+            if cell is None:
+                row += ["-"] * 5
+                continue
+            row += [f"{cell.total_tps:,.0f}", f"{cell.ttft_p50_ms:.1f} ms", f"{cell.ttft_p99_ms:.1f} ms",
+                    f"{cell.stream_tps_p50:.1f} ({cell.stream_tps_min:.1f})", str(cell.errors)]  # fmt: skip
+        for key in pairs:
+            a, b = cells.get((c, key)), cells.get((c, "python"))
+            if a is None or b is None or not b.total_tps or not b.ttft_p99_ms:
+                row.append("-")
+            else:
+                row.append(f"{a.total_tps / b.total_tps:.2f}x, {a.ttft_p99_ms / b.ttft_p99_ms:.2f}x")
+        print("| " + " | ".join(row) + " |")
+    print()
+    print("CPU a token (the service's processes, user and system, over the measured time) and each cell's replies:")
+    print("| streams | " + " | ".join(SERVICES[k][0] for k in keys) + " |")
+    print("|" + " --- |" * (len(keys) + 1))
+    for c in connections:
+        print(f"| {c} | " + " | ".join(costs.get((c, k), "-") for k in keys) + " |")
+    print()
+    print(f"chat_load.py: each stream one keep-alive connection sending greedy streamed requests of at most "
+          f"{args.max_tokens} tokens (one sentence of sentences.txt as the user's message, include_usage) one after "
+          f"the other for {args.duration:g} s, every reply read to [DONE]; first token: from writing the request "
+          "to the first event with text; a stream's tokens/s: its completion tokens over its whole time; tokens/s: "
+          f"all completion tokens over the cell's time. {args.warmup:g} s warm-up per cell (Java: then until its JIT "
+          f"settled); the services started together and measured in turn on 127.0.0.1 of this machine "
+          f"({os.cpu_count()} cores, load generator included).")  # fmt: skip
+    for name, text in settings.items():
+        print(f"{name}: {text}")
+    print(f"Java JVM options: {os.environ.get('SERVE_JAVA_OPTS', DEFAULT_JAVA_OPTS)}")
+    print(f"Correctness, before the load: {agreement}")
+    print("; ".join(statuses))
+    errors = sum(cell.errors for cell in cells.values())
+    clean = all(st.endswith("exit 0 after SIGTERM") for st in statuses) and errors == 0
+    return 0 if clean else 1
 
 
 def ratios(keys: list[str]) -> list[tuple[str, str]]:
@@ -540,8 +650,9 @@ def soak(args: argparse.Namespace) -> int:
 def main() -> int:
     """Parse the options and run the load test or the soak."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="all", choices=["all", "mlp", "resnet18", MINILM],
-                        help="all: mlp and resnet18; minilm: POST /v1/embeddings")  # fmt: skip
+    parser.add_argument("--model", default="all", choices=["all", "mlp", "resnet18", MINILM, TINY_LM],
+                        help="all: mlp and resnet18; minilm: POST /v1/embeddings; "
+                             "tiny-lm: POST /v1/chat/completions")  # fmt: skip
     parser.add_argument("--duration", type=parse_duration, default=10.0, help="measured seconds per cell (10s)")
     parser.add_argument("--warmup", type=parse_duration, default=3.0, help="warm-up seconds per cell, at least (3s)")
     parser.add_argument("--connections", help="(1,8,64; minilm: 64)")
@@ -549,23 +660,32 @@ def main() -> int:
         "--services",
         help="of java, java-batching, spring, spring-batching, python (all; minilm: java,python, batching by default)",
     )
+    parser.add_argument("--max-tokens", type=int, default=128, help="tiny-lm: the most tokens of a reply (128)")
     parser.add_argument("--java-args", default="", help="more scripts/serve options for the Java services")
     parser.add_argument("--soak", action="store_true", help="the soak instead: Java alone, 80%% of its peak")
     parser.add_argument("--soak-duration", type=parse_duration, default=600.0, help="(10m)")
     parser.add_argument("--soak-connections", type=int, default=64)
     args = parser.parse_args()
     minilm = args.model == MINILM
+    text = args.model in (MINILM, TINY_LM)
     args.connections = args.connections or ("64" if minilm else "1,8,64")
-    args.services = args.services or ("java,python" if minilm else "java,java-batching,spring,spring-batching,python")
+    args.services = args.services or ("java,python" if text else "java,java-batching,spring,spring-batching,python")
     for key in args.services.split(","):
         if key not in SERVICES:
             parser.error(f"unknown service {key!r}: choose of {', '.join(SERVICES)}")
-        if minilm and key.startswith("spring"):
-            parser.error(f"{key}: the Spring Boot service does not serve minilm")
-    if minilm and args.soak:
+        if text and key.startswith("spring"):
+            parser.error(f"{key}: the Spring Boot service does not serve {args.model}")
+        if args.model == TINY_LM and key == "java-batching":
+            parser.error("java-batching: tiny-lm's streams are not batched; measure java")
+    if text and args.soak:
         parser.error("the soak runs mlp or resnet18")
+    if args.max_tokens < 1:
+        parser.error("--max-tokens must be at least 1")
     if minilm:
-        print(f"loadtest: minilm from {minilm_dir()}", file=sys.stderr, flush=True)
+        print(f"loadtest: minilm from {model_dir(MINILM)}", file=sys.stderr, flush=True)
+    if args.model == TINY_LM:
+        print(f"loadtest: tiny-lm from {model_dir(TINY_LM)}", file=sys.stderr, flush=True)
+        return chat_loadtest(args)
     return soak(args) if args.soak else loadtest(args)
 
 

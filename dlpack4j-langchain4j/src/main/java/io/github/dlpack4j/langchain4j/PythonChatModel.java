@@ -225,6 +225,19 @@ public final class PythonChatModel implements ChatModel, AutoCloseable {
         }
 
         /**
+         * Batches the generations' decode steps, as {@link Transformers.Builder#batching}: those
+         * waiting for their next token at once share one forward pass of up to {@code maxStreams}.
+         *
+         * @param maxStreams the most generations of one step (this sets {@link #workers} to it)
+         * @param maxDelay   the longest a step waits for the other open generations
+         * @return this builder
+         */
+        public Builder batching(int maxStreams, Duration maxDelay) {
+            settings.batching(maxStreams, maxDelay);
+            return this;
+        }
+
+        /**
          * How many generations advance at once, as {@link PythonModel.Builder#workers}.
          *
          * @param calls the model's stream threads

@@ -1,7 +1,9 @@
 package io.github.dlpack4j.model;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Map;
+import java.util.Objects;
 
 /**
  * A transformers causal language model directory as a streaming chat {@link PythonModel}: the
@@ -78,6 +80,9 @@ public final class Transformers {
 
     /** The settings of a chat model: those of the runtime, which are {@link PythonModel.Builder}'s. */
     public static final class Builder extends TextModelBuilder<Builder> {
+        private int maxBatchStreams = 1;
+        private Duration maxDelay = Duration.ZERO;
+
         private Builder(Path dir) {
             super(dir);
         }
@@ -85,6 +90,37 @@ public final class Transformers {
         @Override
         Builder self() {
             return this;
+        }
+
+        /**
+         * Batches the streams' decode steps: the streams that wait for their next token at the same
+         * moment run as one forward pass of up to {@code maxBatchRows} streams (their KV caches
+         * left-padded to the longest and the padding masked), as continuous batching does. A stream
+         * that joins or ends changes the next step's rows only; each stream's prompt runs as a
+         * forward pass of its own; a stream alone steps as without batching. Each stream waiting for
+         * a step holds one of the model's threads, so this sets {@link #workers} to
+         * {@code maxBatchRows}. A step waits up to {@code maxDelay} for more streams to join
+         * ({@link Duration#ZERO}: it takes those waiting); a longer delay fills batches at the cost of
+         * each token's latency. Greedy replies are the unbatched ones token for token up to
+         * floating-point rounding (a padded batch sums in another order); where every layer's cache is
+         * not a plain {@code DynamicLayer} (sliding windows, recurrent state), each stream steps alone.
+         * Without this, each stream steps alone (the model's threads take turns over the streams).
+         *
+         * @param maxBatchRows the most streams of one forward pass, at least 1
+         * @param maxDelay     the longest a step waits for more streams, zero or more
+         * @return this builder
+         */
+        @Override
+        public Builder batching(int maxBatchRows, Duration maxDelay) {
+            if (maxBatchRows < 1) {
+                throw new IllegalArgumentException("maxBatchRows must be at least 1, not " + maxBatchRows);
+            }
+            if (Objects.requireNonNull(maxDelay, "maxDelay").isNegative()) {
+                throw new IllegalArgumentException("maxDelay must not be negative, not " + maxDelay);
+            }
+            this.maxBatchStreams = maxBatchRows;
+            this.maxDelay = maxDelay;
+            return workers(maxBatchRows);
         }
 
         /**
@@ -97,7 +133,8 @@ public final class Transformers {
          */
         public PythonModel build() {
             return build("load_causal_lm", (model, loaded) -> model
-                    .factory(SentenceTransformers.HELPERS, "chat_generator", loaded.get(0))
+                    .factory(SentenceTransformers.HELPERS, "chat_generator", loaded.get(0), maxBatchStreams,
+                            maxDelay.toNanos() / 1e9)
                     .textInput(MESSAGES).textInput(PARAMETERS).textOutput(DELTA).valueOutput(FINISH)
                     .warmUp(Map.of(MESSAGES, "[{\"role\": \"user\", \"content\": \"warm-up\"}]",
                             PARAMETERS, "{\"max_new_tokens\": 1}")));

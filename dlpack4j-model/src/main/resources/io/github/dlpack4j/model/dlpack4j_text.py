@@ -251,7 +251,9 @@ def _eos_ids(model: object, tokenizer: object) -> set[int]:
     return ids
 
 
-def chat_generator(key: int) -> Callable[[list[str], list[str]], Iterator[dict[str, object]]]:
+def chat_generator(
+    key: int, max_batch: int = 1, max_delay: float = 0.0
+) -> Callable[[list[str], list[str]], Iterator[dict[str, object]]]:
     """The call of a loaded causal LM (``load_causal_lm``) that streams a chat's reply.
 
     It takes two text inputs of one row each: ``messages``, a JSON list of ``{"role", "content"}``
@@ -268,7 +270,12 @@ def chat_generator(key: int) -> Callable[[list[str], list[str]], Iterator[dict[s
     stop string (the text ends before it); "length": ``max_new_tokens`` or the context reached.
     The deltas of a reply that no stop string cut join to ``tokenizer.decode(ids,
     skip_special_tokens=True)`` of its tokens; greedy, its tokens are ``model.generate``'s
-    (``do_sample=False``). Closed early, it lets go of its KV cache."""
+    (``do_sample=False``). Closed early, it lets go of its KV cache.
+
+    With ``max_batch`` over 1, the decode steps of the streams that wait for their next token at
+    the same moment run as one forward pass of up to ``max_batch`` rows (``_DecodeSteps``); a step
+    waits up to ``max_delay`` seconds for the other open streams. A stream alone takes the
+    one-stream path."""
     import torch
 
     model, tokenizer = _take(key)
@@ -276,6 +283,7 @@ def chat_generator(key: int) -> Callable[[list[str], list[str]], Iterator[dict[s
     keep_one = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
     lock = threading.Lock()
     streams = [0]
+    steps = _DecodeSteps(model, keep_one, max_batch, max_delay, lambda: streams[0])
 
     def run(messages: list[str], parameters: list[str]) -> Iterator[dict[str, object]]:
         if len(messages) != 1 or len(parameters) != 1:
@@ -310,6 +318,8 @@ def chat_generator(key: int) -> Callable[[list[str], list[str]], Iterator[dict[s
                 sampler.manual_seed(options["seed"])
         with lock:
             streams[0] += 1
+        with _lock:
+            _decode_totals["open"] += 1
         cache = None
         try:
             step = torch.tensor([prompt], dtype=torch.long, device=model.device)
@@ -318,10 +328,14 @@ def chat_generator(key: int) -> Callable[[list[str], list[str]], Iterator[dict[s
             text, emitted, finish = "", 0, "length"
             while generated < budget:
                 with torch.inference_mode():
-                    out = model(input_ids=step, past_key_values=cache, use_cache=True, **keep_one)
-                    cache = out.past_key_values
-                    token = _next_token(out.logits[0, -1], temperature, top_p, sampler)
-                    del out
+                    if cache is None:  # the prompt: a forward pass of its own
+                        out = model(input_ids=step, use_cache=True, **keep_one)
+                        cache, logits = out.past_key_values, out.logits[0, -1]
+                        del out
+                    else:
+                        cache, logits = steps.step(step, cache, len(prompt) + generated - 1)
+                    token = _next_token(logits, temperature, top_p, sampler)
+                    del logits
                 generated += 1
                 if token in eos:
                     finish = "stop"
@@ -351,6 +365,8 @@ def chat_generator(key: int) -> Callable[[list[str], list[str]], Iterator[dict[s
             cache = None
             with lock:
                 streams[0] -= 1
+            with _lock:
+                _decode_totals["open"] -= 1
 
     def open_streams() -> int:
         """How many of the call's generators have started and not yet ended (or been closed)."""
@@ -361,7 +377,178 @@ def chat_generator(key: int) -> Callable[[list[str], list[str]], Iterator[dict[s
     run.tokenizer = tokenizer
     run.context_length = context
     run.open_streams = open_streams
+    run.decode_steps = steps
     return run
+
+
+class _DecodeSteps:
+    """The decode steps of one causal LM's streams: those that wait for their next token at once run
+    as one forward pass.
+
+    Each stream's thread calls ``step``; the first to find no step running leads: it takes itself
+    and up to ``max_batch - 1`` waiting streams, runs them, and hands each its cache and logits;
+    the others wait (without the GIL) for theirs. Before it takes them, the leader waits up to
+    ``max_delay`` seconds while fewer streams wait than are open (``open_streams()``, up to
+    ``max_batch``): a stream alone never waits.
+    A step of one stream runs as a lone stream does, so that its tokens are the one-stream path's.
+    A step of several left-pads their KV caches to the longest, masks the padding, and gives each
+    stream its own positions; it runs only where every cache layer is a plain ``DynamicLayer`` (no
+    sliding window, no recurrent state), else each stream steps alone."""
+
+    def __init__(
+        self, model: object, keep_one: dict[str, int], max_batch: int, max_delay: float, open_streams: Callable[[], int]
+    ) -> None:
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be at least 1, not {max_batch}")
+        if not 0 <= max_delay < math.inf:
+            raise ValueError(f"max_delay must be a finite number of seconds of 0 or more, not {max_delay!r}")
+        self._model = model
+        self._keep_one = keep_one
+        self._max_batch = max_batch
+        self._max_delay = max_delay
+        self._open_streams = open_streams
+        self._cond = threading.Condition()
+        self._waiting: list[_Step] = []
+        self._running = False
+        self.batches = 0  # forward passes run by ``step``
+        self.rows = 0  # the streams' steps they ran
+
+    def step(self, token: object, cache: object, length: int) -> tuple[object, object]:
+        """Feed ``token`` (a ``[1, 1]`` tensor) to a stream whose ``cache`` holds ``length`` tokens; return
+        its cache with the token and its next-token logits (a vector)."""
+        mine = _Step(token, cache, length)
+        with self._cond:
+            self._waiting.append(mine)
+            self._cond.notify_all()  # a leader waiting for more streams counts this one
+            while not mine.done:
+                if not self._running:
+                    self._running = True
+                    break
+                self._cond.wait()
+            else:
+                return mine.result()
+            batch = self._take(mine)
+        try:
+            self._run(batch)
+        except BaseException as e:  # noqa: BLE001 (every stream of the batch fails with it, then it is raised)
+            for s in batch:
+                s.fail(e, s is mine)
+        finally:
+            with self._cond:
+                self._running = False
+                self._cond.notify_all()
+        return mine.result()
+
+    def _take(self, mine: "_Step") -> list["_Step"]:
+        """The leader's batch, under the lock: itself first, then those waiting longest, after the delay."""
+        if self._max_batch > 1 and self._max_delay > 0:
+            deadline = _now() + self._max_delay
+            while len(self._waiting) < min(self._max_batch, self._open_streams()) and (left := deadline - _now()) > 0:
+                self._cond.wait(left)
+        self._waiting.remove(mine)
+        batch = [mine, *self._waiting[: self._max_batch - 1]]
+        del self._waiting[: self._max_batch - 1]
+        return batch
+
+    def _run(self, batch: list["_Step"]) -> None:
+        import torch
+
+        self.batches += 1
+        self.rows += len(batch)
+        with _lock:
+            _decode_totals["steps"] += 1
+            _decode_totals["rows"] += len(batch)
+        if len(batch) == 1 or not _plain_layers(batch[0].cache):
+            for s in batch:
+                out = self._model(input_ids=s.token, past_key_values=s.cache, use_cache=True, **self._keep_one)
+                s.done_with(out.past_key_values, out.logits[0, -1])
+                del out
+            return
+        longest = max(s.length for s in batch)
+        rows = len(batch)
+        layers = []
+        for i, first in enumerate(batch[0].cache.layers):
+            shape = (rows, first.keys.shape[1], longest, first.keys.shape[3])
+            keys = first.keys.new_zeros(shape)
+            values = first.values.new_zeros(shape[:3] + (first.values.shape[3],))
+            for row, s in enumerate(batch):
+                layer = s.cache.layers[i]
+                keys[row, :, longest - s.length :] = layer.keys[0]
+                values[row, :, longest - s.length :] = layer.values[0]
+            layers.append((keys, values))
+        mask = torch.ones((rows, longest + 1), dtype=torch.long, device=batch[0].token.device)
+        for row, s in enumerate(batch):
+            mask[row, : longest - s.length] = 0
+        positions = torch.tensor([[s.length] for s in batch], dtype=torch.long, device=mask.device)
+        tokens = torch.cat([s.token for s in batch])
+        from transformers import DynamicCache
+
+        out = self._model(
+            input_ids=tokens,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=DynamicCache(layers),
+            use_cache=True,
+            **self._keep_one,
+        )
+        for row, s in enumerate(batch):
+            start = longest - s.length
+            own = [
+                (layer.keys[row : row + 1, :, start:].clone(), layer.values[row : row + 1, :, start:].clone())
+                for layer in out.past_key_values.layers
+            ]
+            s.done_with(DynamicCache(own), out.logits[row, -1].clone())
+        del out
+
+
+_decode_totals = {"steps": 0, "rows": 0, "open": 0}
+
+
+def decode_stats() -> dict[str, int]:
+    """The decode steps every chat model of this interpreter ran (``steps``), the streams' steps in
+    them (``rows``: ``rows / steps`` is the mean batch), and the chat streams open now (``open``:
+    started, not yet ended or closed)."""
+    with _lock:
+        return dict(_decode_totals)
+
+
+class _Step:
+    """One stream's decode step: its token and cache in, its cache and logits (or the error) out."""
+
+    __slots__ = ("_own_error", "cache", "done", "error", "length", "logits", "token")
+
+    def __init__(self, token: object, cache: object, length: int) -> None:
+        self.token, self.cache, self.length = token, cache, length
+        self.logits = None
+        self.error: BaseException | None = None
+        self._own_error = False
+        self.done = False
+
+    def done_with(self, cache: object, logits: object) -> None:
+        self.cache, self.logits, self.done = cache, logits, True
+
+    def fail(self, error: BaseException, own: bool) -> None:
+        if not self.done:
+            self.error, self._own_error, self.done = error, own, True
+
+    def result(self) -> tuple[object, object]:
+        if self.error is not None:
+            if self._own_error:
+                raise self.error
+            raise RuntimeError(f"the decode step shared with other streams failed: {self.error!r}") from self.error
+        return self.cache, self.logits
+
+
+def _plain_layers(cache: object) -> bool:
+    """Whether every layer of ``cache`` is a plain ``DynamicLayer``, whose keys and values pad on the left."""
+    layers = getattr(cache, "layers", None)
+    return bool(layers) and all(type(layer).__name__ == "DynamicLayer" for layer in layers)
+
+
+def _now() -> float:
+    import time
+
+    return time.monotonic()
 
 
 def _next_token(logits: object, temperature: float, top_p: float, sampler: object) -> int:

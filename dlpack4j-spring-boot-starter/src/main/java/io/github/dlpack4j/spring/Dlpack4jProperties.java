@@ -44,7 +44,8 @@ public record Dlpack4jProperties(String python, @DefaultValue Map<String, Model>
      *                             files and exported programs always get torch tensors)
      * @param inputs               the declared inputs, in the order the model takes them
      * @param outputs              the declared outputs, in the order the model returns them
-     * @param batching             dynamic batching; off unless {@code max-rows} is set (streams are not batched)
+     * @param batching             dynamic batching; off unless {@code max-rows} is set (for a chat model: the
+     *                             most streams of one shared decode step, {@code Transformers.Builder#batching})
      * @param workers              how many model calls may run at once (default 1); for a chat model, how many
      *                             generations advance at once, a token each in turn
      * @param maxQueue             how many requests may wait before a call is refused (default 1000); at most

@@ -98,11 +98,6 @@ final class PythonModelFactory implements AutoCloseable {
             declaresItsOwn(at, m, "a transformers-chat model", "the model's inputs are the messages (" + Transformers.MESSAGES
                     + ") and the generation's parameters (" + Transformers.PARAMETERS + "), its outputs each piece of text ("
                     + Transformers.DELTA + ") and, last, how it finished (" + Transformers.FINISH + ").");
-            if (m.batching().maxRows() != null) {
-                throw new ModelPropertyException(at + "batching.max-rows", m.batching().maxRows(),
-                        "a transformers-chat model streams, and streams are not batched", "Remove " + at + "batching: the model's "
-                        + "workers advance that many generations at once, a token each in turn (set " + at + "workers for more).");
-            }
             Transformers.Builder b = Transformers.chat(files.directory(source, m.transformersChat(), name, ModelFiles.Kind.CAUSAL_LM))
                     .python(python).name(name).listener(relay(name));
             runtime(at, m, b::batching, b::workers, b::maxQueue, b::timeout, b::streamTimeout);

@@ -232,10 +232,8 @@ class BadPropertiesTest {
                 .isEqualTo("The model property " + AT + "torch-inputs is 'true': a transformers-chat model takes texts, not tensors");
         assertThat(failure(lm, AT + "args=a").getDescription())
                 .isEqualTo("The model property " + AT + "args is '[a]': only a factory takes args");
-        FailureAnalysis batching = failure(lm, AT + "batching.max-rows=8");
-        assertThat(batching.getDescription()).isEqualTo("The model property " + AT
-                + "batching.max-rows is '8': a transformers-chat model streams, and streams are not batched");
-        assertThat(batching.getAction()).startsWith("Remove " + AT + "batching:");
+        assertThat(failure(lm, AT + "batching.max-rows=0").getDescription())
+                .isEqualTo("The model property " + AT + "batching.max-rows is '0': a batch has at least 1 row");
     }
 
     @Test

@@ -68,9 +68,12 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
 
     /**
      * Reads the command line. Batching is off unless {@code --batching} for mlp and resnet18, and on
-     * unless {@code --no-batching} for minilm: one text a request is the embedding endpoint's usual
-     * load, and a forward pass of many texts costs little more Python than one of a single text, so
-     * the texts of requests in flight at once run as one call. Its chunks are 8 texts rather than
+     * unless {@code --no-batching} for minilm and tiny-lm: one text a request is the embedding
+     * endpoint's usual load, and a forward pass of many texts costs little more Python than one of a
+     * single text, so the texts of requests in flight at once run as one call; tiny-lm's streams
+     * that wait for their next token at once share one decode step in the same way (up to
+     * {@code --max-batch} streams, a step waiting up to {@code --batch-window-us} for the other open
+     * streams). Its chunks are 8 texts rather than
      * sentence-transformers' 32: a call's texts are the few requests that came together, of any
      * length, and each chunk is padded to its longest; {@code encode}'s 32 suits a corpus sorted by
      * length as a whole.
@@ -140,8 +143,7 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
         if (text == null && weights != null && !Files.isRegularFile(weights)) {
             throw new UsageException("--weights " + weights + ": not a file (mlp and resnet18 take a state_dict file)");
         }
-        boolean minilm = MINILM.equals(text);
-        return new ServeOptions(List.copyOf(models), weights, port, batching != null ? batching : minilm, window,
+        return new ServeOptions(List.copyOf(models), weights, port, batching != null ? batching : text != null, window,
                 maxBatch, runnerThreads, torchThreads, maxBodyMb << 20, maxQueue, timeoutMillis, chunk);
     }
 
@@ -173,11 +175,15 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
     /**
      * {@return the platform threads that run {@code model}'s calls: the option; else as many as the
      * cores, but 1 for mlp with batching (its batches are Python-bound: a second thread would only
-     * wait for the GIL and split the batches)}
+     * wait for the GIL and split the batches), and the most streams of a decode step for tiny-lm with
+     * batching}
      */
     public int runnerThreads(String model) {
         if (runnerThreadsOption > 0) {
             return runnerThreadsOption;
+        }
+        if (batching && model.equals(TINY_LM)) {
+            return maxBatch(model);   // each stream waiting for a shared decode step holds a thread
         }
         return batching && model.equals("mlp") ? 1 : Math.max(1, Runtime.getRuntime().availableProcessors());
     }

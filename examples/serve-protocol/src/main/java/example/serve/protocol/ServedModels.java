@@ -101,9 +101,10 @@ public final class ServedModels {
 
     /**
      * {@return tiny-lm: the causal LM's directory as a streaming chat model ({@link Transformers#chat}),
-     * one stream a request}: its threads take turns over the streams a token at a time, at most
-     * {@code --max-queue} more streams than threads are open at once, and {@code --timeout-ms} bounds
-     * the wait for a reply's first token. No batching: each stream is its own generator.
+     * one stream a request}: with batching (the default) the streams waiting for their next token at
+     * once share one decode step of up to {@code --max-batch} streams, without it the threads take
+     * turns over the streams a token at a time; at most {@code --max-queue} more streams than
+     * threads are open at once, and {@code --timeout-ms} bounds the wait for a reply's first token.
      */
     private static PythonModel loadTinyLm(Python py, ServeOptions options) {
         setTorchThreads(py, options);
@@ -112,6 +113,10 @@ public final class ServedModels {
                 .name(ServeOptions.TINY_LM)
                 .workers(options.runnerThreads(ServeOptions.TINY_LM))
                 .maxQueue(options.maxQueue());
+        if (options.batching()) {
+            b.batching(options.maxBatch(ServeOptions.TINY_LM), Duration.ofNanos(options.batchWindowMicros() * 1000));
+            b.workers(options.runnerThreads(ServeOptions.TINY_LM));   // --runner-threads, when given, bounds the steps
+        }
         if (options.timeoutMillis() > 0) {
             b.timeout(Duration.ofMillis(options.timeoutMillis()));
         }
