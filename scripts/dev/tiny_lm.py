@@ -369,7 +369,9 @@ def check(directory: Path) -> None:
     for stop, want in (
         ([text[start : start + 5], "never-in-it"], text[:start]),
         ([text[start : start + 3] + "\0\0\0"], text),  # a prefix that never completes: nothing lost
-        ([text[start + 2 : start + 3], text[start : start + 5]], text[: text.find(text[start + 2 : start + 3])]),
+        # two stop strings: the text ends before whichever is found first (the 5-gram where the character does
+        # not come before it)
+        ([text[start + 2 : start + 3], text[start : start + 5]], text[: min(start, text.find(text[start + 2]))]),
     ):
         pieces, finish = deltas(chat(run, messages, max_new_tokens=NEW_TOKENS, stop=stop))
         reason = "length" if want == text else "stop"
