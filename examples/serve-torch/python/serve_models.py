@@ -41,9 +41,7 @@ class ModelSpec:
 
 SPECS: dict[str, ModelSpec] = {
     "mlp": ModelSpec("mlp", TensorSpec("x", "FP32", (-1, 256)), TensorSpec("y", "FP32", (-1, 16))),
-    "resnet18": ModelSpec(
-        "resnet18", TensorSpec("x", "FP32", (-1, 3, 224, 224)), TensorSpec("y", "FP32", (-1, 1000))
-    ),
+    "resnet18": ModelSpec("resnet18", TensorSpec("x", "FP32", (-1, 3, 224, 224)), TensorSpec("y", "FP32", (-1, 1000))),
 }
 
 

@@ -87,6 +87,61 @@ class BatchedChatTest {
     }
 
     @Test
+    void aSlowReaderFallsOutOfTheSharedStepsAndRejoinsWithItsOwnAnswer() throws Exception {
+        PythonModel model = batched.model();
+        String slowPrompt = "I read one token every 20 ms";
+        Object slowExpected = TinyLm.generate(slowPrompt, 30)[0];
+        List<String> prompts = List.of("Quick one", "Quick two, a little longer", "Quick three");
+        List<Object> expected = new ArrayList<>();
+        for (String p : prompts) {
+            expected.add(TinyLm.generate(p, 60)[0]);
+        }
+        CompletableFuture<String> slow = new CompletableFuture<>();
+        model.stream(Map.of(Transformers.MESSAGES, "[{\"role\": \"user\", \"content\": " + Transformers.jsonString(slowPrompt) + "}]",
+                Transformers.PARAMETERS, "{\"max_new_tokens\": 30}")).subscribe(new Flow.Subscriber<>() {
+                    private final StringBuilder text = new StringBuilder();
+                    private Flow.Subscription s;
+
+                    @Override
+                    public void onSubscribe(Flow.Subscription s) {
+                        this.s = s;
+                        s.request(1);
+                    }
+
+                    @Override
+                    public void onNext(ModelResult item) {
+                        try (item) {
+                            text.append(item.text(Transformers.DELTA));
+                            Thread.sleep(20);   // the others step on without it meanwhile
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                        s.request(1);
+                    }
+
+                    @Override
+                    public void onError(Throwable e) {
+                        slow.completeExceptionally(e);
+                    }
+
+                    @Override
+                    public void onComplete() {
+                        slow.complete(text.toString());
+                    }
+                });
+        try (var threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            List<Future<String>> answers = new ArrayList<>();
+            for (String p : prompts) {
+                answers.add(threads.submit(() -> batched.chat(ask(p, 60)).aiMessage().text()));
+            }
+            for (int i = 0; i < prompts.size(); i++) {
+                assertThat(answers.get(i).get(120, TimeUnit.SECONDS)).as(prompts.get(i)).isEqualTo(expected.get(i));
+            }
+        }
+        assertThat(slow.get(120, TimeUnit.SECONDS)).isEqualTo(slowExpected);
+    }
+
+    @Test
     void aGenerationCancelledInTheMiddleOfSharedStepsLeavesTheOthersTheirAnswers() throws Exception {
         PythonModel model = batched.model();
         List<String> prompts = List.of("One more question?", "A second one", "And a third, longer question for the model");

@@ -13,6 +13,7 @@ import json
 import math
 import pathlib
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 
 _loaded: dict[int, object] = {}
@@ -386,8 +387,9 @@ class _DecodeSteps:
     as one forward pass.
 
     Each stream's thread calls ``step``; the first to find no step running leads: it takes itself
-    and up to ``max_batch - 1`` waiting streams, runs them, and hands each its cache and logits;
-    the others wait (without the GIL) for theirs. Before it takes them, the leader waits up to
+    and up to ``max_batch - 1`` waiting streams, runs them, hands each its cache and logits, and
+    hands the lead to the stream waiting longest, if any; the others wait (without the GIL), each
+    on its own event, woken only for its result or the lead. Before it takes them, the leader waits up to
     ``max_delay`` seconds while fewer streams wait than are open (``open_streams()``, up to
     ``max_batch``): a stream alone never waits.
     A step of one stream runs as a lone stream does, so that its tokens are the one-stream path's.
@@ -419,14 +421,16 @@ class _DecodeSteps:
         mine = _Step(token, cache, length)
         with self._cond:
             self._waiting.append(mine)
-            self._cond.notify_all()  # a leader waiting for more streams counts this one
-            while not mine.done:
-                if not self._running:
-                    self._running = True
-                    break
-                self._cond.wait()
+            lead = not self._running
+            if lead:
+                self._running = True
             else:
+                self._cond.notify()  # a leader waiting for more streams counts this one
+        if not lead:
+            mine.wake.wait()  # its step ran, or the lead is handed to it
+            if mine.done:
                 return mine.result()
+        with self._cond:
             batch = self._take(mine)
         try:
             self._run(batch)
@@ -434,9 +438,14 @@ class _DecodeSteps:
             for s in batch:
                 s.fail(e, s is mine)
         finally:
-            with self._cond:
-                self._running = False
-                self._cond.notify_all()
+            with self._cond:  # the next leader: the stream waiting longest, woken alone
+                after = self._waiting[0] if self._waiting else None
+                self._running = after is not None
+            for s in batch:
+                if s is not mine:
+                    s.wake.set()
+            if after is not None:
+                after.wake.set()
         return mine.result()
 
     def _take(self, mine: "_Step") -> list["_Step"]:
@@ -458,47 +467,124 @@ class _DecodeSteps:
         with _lock:
             _decode_totals["steps"] += 1
             _decode_totals["rows"] += len(batch)
-        if len(batch) == 1 or not _plain_layers(batch[0].cache):
+        if len(batch) == 1 or not all(_packable(s.cache) for s in batch):
             for s in batch:
-                out = self._model(input_ids=s.token, past_key_values=s.cache, use_cache=True, **self._keep_one)
+                out = self._model(
+                    input_ids=s.token, past_key_values=_unpacked(s.cache), use_cache=True, **self._keep_one
+                )
                 s.done_with(out.past_key_values, out.logits[0, -1])
                 del out
             return
-        longest = max(s.length for s in batch)
-        rows = len(batch)
-        layers = []
-        for i, first in enumerate(batch[0].cache.layers):
-            shape = (rows, first.keys.shape[1], longest, first.keys.shape[3])
-            keys = first.keys.new_zeros(shape)
-            values = first.values.new_zeros(shape[:3] + (first.values.shape[3],))
-            for row, s in enumerate(batch):
-                layer = s.cache.layers[i]
-                keys[row, :, longest - s.length :] = layer.keys[0]
-                values[row, :, longest - s.length :] = layer.values[0]
-            layers.append((keys, values))
-        mask = torch.ones((rows, longest + 1), dtype=torch.long, device=batch[0].token.device)
-        for row, s in enumerate(batch):
-            mask[row, : longest - s.length] = 0
-        positions = torch.tensor([[s.length] for s in batch], dtype=torch.long, device=mask.device)
-        tokens = torch.cat([s.token for s in batch])
         from transformers import DynamicCache
 
+        shared = _reusable(batch)
+        if shared is not None:  # the last step's streams, all of them: its cache grows by a column in place
+            batch.sort(key=lambda s: s.cache.row)
+            cache, width = shared.cache, shared.width
+        else:  # another set of streams: their caches left-padded into one, [rows, heads, width, dim] a layer
+            own = [_layers(s.cache) for s in batch]
+            width = max(s.length for s in batch)
+            padded = []
+            for i, (keys, values) in enumerate(own[0]):
+                k = keys.new_zeros((len(batch), keys.shape[0], width, keys.shape[2]))
+                v = values.new_zeros((len(batch), values.shape[0], width, values.shape[2]))
+                for row, s in enumerate(batch):
+                    k[row, :, width - s.length :] = own[row][i][0]
+                    v[row, :, width - s.length :] = own[row][i][1]
+                padded.append((k, v))
+            del own
+            _let_go(batch)
+            cache = DynamicCache(padded)
+            del padded
+        lengths = torch.tensor([s.length for s in batch], dtype=torch.long, device=batch[0].token.device)
+        mask = (torch.arange(width + 1, device=lengths.device)[None, :] >= (width - lengths)[:, None]).long()
         out = self._model(
-            input_ids=tokens,
+            input_ids=torch.cat([s.token for s in batch]),
             attention_mask=mask,
-            position_ids=positions,
-            past_key_values=DynamicCache(layers),
+            position_ids=lengths[:, None],
+            past_key_values=cache,
             use_cache=True,
             **self._keep_one,
         )
+        logits = out.logits[:, -1]
+        grown = _Batch(out.past_key_values, width + 1)
+        del out, cache
         for row, s in enumerate(batch):
-            start = longest - s.length
-            own = [
-                (layer.keys[row : row + 1, :, start:].clone(), layer.values[row : row + 1, :, start:].clone())
-                for layer in out.past_key_values.layers
-            ]
-            s.done_with(DynamicCache(own), out.logits[row, -1].clone())
-        del out
+            s.done_with(grown.rows_of(row, s.length + 1), logits[row])
+
+
+class _Batch:
+    """The KV cache a batched step returned, [rows, heads, width, dim] a layer, each row a stream's
+    cache left-padded to ``width``; its streams hold ``_Rows`` of it (by weak reference here)."""
+
+    def __init__(self, cache: object, width: int) -> None:
+        self.cache, self.width = cache, width
+        self.holders: list[weakref.ref[_Rows]] = []
+
+    def rows_of(self, row: int, length: int) -> "_Rows":
+        rows = _Rows(self, row, length)
+        self.holders.append(weakref.ref(rows))
+        return rows
+
+
+class _Rows:
+    """A stream's cache as its row of a ``_Batch`` (``batch`` set), or as its own layers (``own``)."""
+
+    __slots__ = ("__weakref__", "batch", "length", "own", "row")
+
+    def __init__(self, batch: _Batch, row: int, length: int) -> None:
+        self.batch: _Batch | None = batch
+        self.row, self.length = row, length
+        self.own: tuple[tuple[object, object], ...] | None = None
+
+    def layers(self, copy: bool) -> tuple[tuple[object, object], ...]:
+        """Its layers' (keys, values), [heads, length, dim]: views of the batch's, or copies."""
+        if self.batch is None:
+            return self.own
+        start = self.batch.width - self.length
+        return tuple(
+            (k[self.row, :, start:].clone(), v[self.row, :, start:].clone()) if copy
+            else (k[self.row, :, start:], v[self.row, :, start:])
+            for k, v in ((layer.keys, layer.values) for layer in self.batch.cache.layers)
+        )  # fmt: skip
+
+    def detach(self) -> None:
+        """Copies its rows out of the batch's cache and lets go of it."""
+        if self.batch is not None:
+            self.own, self.batch = self.layers(copy=True), None
+
+
+def _reusable(batch: list["_Step"]) -> "_Batch | None":
+    """The last step's ``_Batch`` when ``batch`` is exactly its streams, each one column on, else None."""
+    first = batch[0].cache
+    if not isinstance(first, _Rows) or first.batch is None:
+        return None
+    shared = first.batch
+    if len(batch) != len(shared.holders):
+        return None
+    rows = set()
+    for s in batch:
+        c = s.cache
+        if not isinstance(c, _Rows) or c.batch is not shared or c.length != s.length:
+            return None
+        rows.add(c.row)
+    return shared if len(rows) == len(shared.holders) else None
+
+
+def _let_go(batch: list["_Step"]) -> None:
+    """After a new batch's caches were copied: the streams of the batches they came from that are not
+    in it copy their rows out, so that no old batch's cache stays alive for one slow stream."""
+    taken = {id(s.cache) for s in batch}
+    olds = {id(s.cache.batch): s.cache.batch for s in batch if isinstance(s.cache, _Rows) and s.cache.batch}
+    for old in olds.values():
+        for ref in old.holders:
+            rows = ref()
+            if rows is not None and id(rows) not in taken and rows.batch is old:
+                rows.detach()
+        old.holders.clear()
+    for s in batch:
+        if isinstance(s.cache, _Rows):
+            s.cache.batch = None  # copied into the new batch already
 
 
 _decode_totals = {"steps": 0, "rows": 0, "open": 0}
@@ -515,10 +601,11 @@ def decode_stats() -> dict[str, int]:
 class _Step:
     """One stream's decode step: its token and cache in, its cache and logits (or the error) out."""
 
-    __slots__ = ("_own_error", "cache", "done", "error", "length", "logits", "token")
+    __slots__ = ("_own_error", "cache", "done", "error", "length", "logits", "token", "wake")
 
     def __init__(self, token: object, cache: object, length: int) -> None:
         self.token, self.cache, self.length = token, cache, length
+        self.wake = threading.Event()  # set once its step ran, or to hand it the lead
         self.logits = None
         self.error: BaseException | None = None
         self._own_error = False
@@ -539,10 +626,33 @@ class _Step:
         return self.cache, self.logits
 
 
-def _plain_layers(cache: object) -> bool:
-    """Whether every layer of ``cache`` is a plain ``DynamicLayer``, whose keys and values pad on the left."""
+def _packable(cache: object) -> bool:
+    """Whether a stream's cache can join a batched step: a ``_Rows`` of one, or a ``DynamicCache`` of one
+    row whose layers are all plain ``DynamicLayer`` (they pad on the left)."""
+    if isinstance(cache, _Rows):
+        return True
     layers = getattr(cache, "layers", None)
-    return bool(layers) and all(type(layer).__name__ == "DynamicLayer" for layer in layers)
+    if not layers or not all(type(layer).__name__ == "DynamicLayer" for layer in layers):
+        return False
+    return all(layer.keys.shape[0] == 1 and layer.values.shape[0] == 1 for layer in layers)
+
+
+def _layers(cache: object) -> tuple[tuple[object, object], ...]:
+    """A stream's cache as its layers' (keys, values), each [heads, length, dim] (views where they can be)."""
+    if isinstance(cache, _Rows):
+        return cache.layers(copy=False)
+    return tuple((layer.keys[0], layer.values[0]) for layer in cache.layers)
+
+
+def _unpacked(cache: object) -> object:
+    """A stream's cache as the model takes it: a ``DynamicCache`` (one made of its rows of a batch)."""
+    if not isinstance(cache, _Rows):
+        return cache
+    from transformers import DynamicCache
+
+    own = DynamicCache([(k[None], v[None]) for k, v in cache.layers(copy=False)])  # copies them
+    cache.batch, cache.own = None, None
+    return own
 
 
 def _now() -> float:
