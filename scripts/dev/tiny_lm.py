@@ -11,7 +11,8 @@ The directory loads with ``transformers.AutoModelForCausalLM.from_pretrained`` a
 ``AutoTokenizer.from_pretrained``:
 
 * a byte-level BPE tokenizer of VOCAB_SIZE tokens trained by ``tokenizers`` on the repository's
-  README.md and docs/*.md (read in sorted order), with the special tokens ``<|begin|>`` (bos),
+  LICENSE and examples/serve-torch/loadtest/sentences.txt and on sentences of made-up words drawn
+  with SEED (``corpus``), with the special tokens ``<|begin|>`` (bos),
   ``<|end|>`` (eos, and the end of every chat turn), ``<|user|>``, ``<|assistant|>``,
   ``<|system|>`` and ``<pad>``, and a chat template;
 * a ``LlamaForCausalLM`` (hidden 128, 4 layers, 4 heads, intermediate 384, 1024 positions) whose
@@ -30,6 +31,7 @@ import filecmp
 import gc
 import hashlib
 import json
+import random
 import shutil
 import statistics
 import sys
@@ -99,15 +101,36 @@ PROMPTS = [
 NEW_TOKENS = 128
 
 
+# The tokenizer's corpus: files that do not change with the docs (a docs edit once remade the model, and
+# a model made again from other text is another random model, whose checks may fail by chance), and
+# sentences of made-up words drawn with the seed, which give the BPE enough text for VOCAB_SIZE tokens.
+CORPUS_FILES = ("LICENSE", "examples/serve-torch/loadtest/sentences.txt")
+SYLLABLES = (
+    "ten", "sor", "py", "torch", "ja", "va", "dl", "pack", "ar", "row", "mo", "del", "stream", "to", "ken",
+    "ex", "port", "im", "na", "ti", "ve", "me", "ry", "gil", "lock", "vir", "tu", "al", "thread", "ze", "ro",
+    "co", "shape", "stride", "dev", "ice", "cu", "da", "byte", "float", "int", "bool",
+)  # fmt: skip
+MADE_UP_SENTENCES = 6000
+
+
 def corpus(root: Path) -> tuple[list[str], str]:
-    """The tokenizer's training texts, README.md and docs/*.md in sorted order, and their sha256."""
-    files = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    """The tokenizer's training texts (CORPUS_FILES, then the made-up sentences) and their sha256."""
     digest = hashlib.sha256()
     texts = []
-    for file in files:
-        data = file.read_bytes()
-        digest.update(file.relative_to(root).as_posix().encode() + b"\0" + data + b"\0")
+    for name in CORPUS_FILES:
+        data = (root / name).read_bytes()
+        digest.update(name.encode() + b"\0" + data + b"\0")
         texts.append(data.decode("utf-8"))
+    draw = random.Random(SEED)
+    lines = []
+    for _ in range(MADE_UP_SENTENCES):
+        words = [
+            "".join(draw.choice(SYLLABLES) for _ in range(draw.randint(1, 3))) for _ in range(draw.randint(4, 14))
+        ]
+        lines.append(" ".join(words).capitalize() + draw.choice(".,?!:"))
+    made_up = "\n".join(lines)
+    digest.update(made_up.encode())
+    texts.append(made_up)
     return texts, digest.hexdigest()
 
 
@@ -156,8 +179,9 @@ random with the fixed seed {SEED} and never trained: its text is noise. dlpack4j
 tests and benchmarks of text generation (scripts/tiny-lm, scripts/dev/tiny_lm.py), the same byte
 for byte on every make from the same checkout and packages.
 
-The tokenizer is a byte-level BPE of {vocab} tokens, trained with `tokenizers` on the README.md
-and docs/*.md of the dlpack4j checkout that made it (sha256 {corpus_sha[:16]}...).
+The tokenizer is a byte-level BPE of {vocab} tokens, trained with `tokenizers` on dlpack4j's
+LICENSE and examples/serve-torch/loadtest/sentences.txt and on sentences of made-up words drawn with
+the seed (sha256 {corpus_sha[:16]}...).
 Special tokens: {specials}.
 `{BOS}` is the bos, `{EOS}` the eos and the end of every chat turn, `{PAD}` the padding. The
 chat template writes a turn as its role's token, a newline, the content and `{EOS}`; the

@@ -27,6 +27,7 @@ import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
@@ -90,6 +91,14 @@ public class TextEmbeddingBench {
         return out;
     }
 
+    /** Texts per forward pass of our model ({@code -p chunk=8}; sentence-transformers' 32 by default). */
+    @Param({"32"})
+    public int chunk;
+
+    /** Our model's calls at once ({@code -p workers=2}). */
+    @Param({"1"})
+    public int workers;
+
     @Setup(Level.Trial)
     public void setUp() {
         String dir = System.getenv("DLPACK4J_MINILM");
@@ -98,7 +107,7 @@ public class TextEmbeddingBench {
         }
         py = Python.start();
         ours = PythonEmbeddingModel.sentenceTransformers(Path.of(dir)).python(py).batching(64, Duration.ofMillis(2))
-                .maxQueue(10_000).build();
+                .chunk(chunk).workers(workers).maxQueue(10_000).build();
         theirs = new AllMiniLmL6V2EmbeddingModel();
         texts = texts(TEXTS, 44).stream().map(TextSegment::from).toList();
         first32 = texts.subList(0, 32);
@@ -190,7 +199,8 @@ public class TextEmbeddingBench {
             double mine = rate(Thread.ofVirtual().factory(), plain, t -> ours.embed(t));
             ModelStats after = ours.model().stats();
             double lc4j = rate(Thread.ofPlatform().factory(), plain, t -> theirs.embed(t));
-            System.out.printf("%n[in-fork] textThroughput round %d: 64 virtual threads, batching(64, 2 ms) %.0f embeddings/s"
+            System.out.printf("%n[in-fork] textThroughput round %d: 64 virtual threads, batching(64, 2 ms), chunk " + chunk + ", workers "
+                    + workers + ": %.0f embeddings/s"
                     + " (%.1f texts a model call); LangChain4j's embed from 64 platform threads %.0f/s (%.2fx)", round + 1,
                     mine, (after.answered() - before.answered()) / (double) Math.max(1, after.batches() - before.batches()),
                     lc4j, mine / lc4j);
