@@ -363,11 +363,14 @@ def chat_generator(
                 "finish": {"finish_reason": finish, "prompt_tokens": len(prompt), "completion_tokens": generated},
             }
         finally:
+            left = cache.batch if isinstance(cache, _Rows) else None
             cache = None
             with lock:
                 streams[0] -= 1
             with _lock:
                 _decode_totals["open"] -= 1
+            steps.left(left)
+            del left
 
     def open_streams() -> int:
         """How many of the call's generators have started and not yet ended (or been closed)."""
@@ -412,6 +415,7 @@ class _DecodeSteps:
         self._cond = threading.Condition()
         self._waiting: list[_Step] = []
         self._running = False
+        self._left: list[weakref.ref[_Batch]] = []  # batches a stream left: never reused, let go of
         self.batches = 0  # forward passes run by ``step``
         self.rows = 0  # the streams' steps they ran
 
@@ -430,27 +434,64 @@ class _DecodeSteps:
             mine.wake.wait()  # its step ran, or the lead is handed to it
             if mine.done:
                 return mine.result()
-        with self._cond:
-            batch = self._take(mine)
+        batch = [mine]
         try:
+            with self._cond:
+                batch = self._take(mine)
             self._run(batch)
         except BaseException as e:  # noqa: BLE001 (every stream of the batch fails with it, then it is raised)
+            with self._cond:
+                if mine in self._waiting:  # _take failed before it took the batch
+                    self._waiting.remove(mine)
             for s in batch:
                 s.fail(e, s is mine)
         finally:
-            with self._cond:  # the next leader: the stream waiting longest, woken alone
-                after = self._waiting[0] if self._waiting else None
-                self._running = after is not None
             for s in batch:
                 if s is not mine:
                     s.wake.set()
-            if after is not None:
-                after.wake.set()
+            self._hand_on()
         return mine.result()
+
+    def left(self, batch: "_Batch | None") -> None:
+        """A stream ended (its rows were of ``batch``, if any): a leader waiting for the open streams counts
+        again, and the batch, never reused now, lets go of its other streams' rows (they copy them out)."""
+        with self._cond:
+            self._cond.notify()
+            if batch is None:
+                return
+            self._left.append(weakref.ref(batch))
+            if self._running:
+                return  # the leader lets go of it before it hands the lead on
+            self._running = True
+        self._hand_on()
+
+    def _hand_on(self) -> None:
+        """At the end of a lead: the batches streams left copy their other rows out; then the stream waiting
+        longest takes the lead (woken alone), or none does."""
+        while True:
+            with self._cond:
+                refs, self._left = self._left, []
+                if not refs:
+                    after = self._waiting[0] if self._waiting else None
+                    self._running = after is not None
+                    break
+            try:
+                for ref in refs:
+                    old = ref()
+                    if old is not None:
+                        for held in old.holders:
+                            rows = held()
+                            if rows is not None and rows.batch is old:
+                                rows.detach()
+                        old.holders.clear()
+            except Exception:  # noqa: BLE001 (the rows stay in the old batch; the lead must go on)
+                pass
+        if after is not None:
+            after.wake.set()
 
     def _take(self, mine: "_Step") -> list["_Step"]:
         """The leader's batch, under the lock: itself first, then those waiting longest, after the delay."""
-        if self._max_batch > 1 and self._max_delay > 0:
+        if self._max_batch > 1 and self._max_delay > 0 and _packable(mine.cache):
             deadline = _now() + self._max_delay
             while len(self._waiting) < min(self._max_batch, self._open_streams()) and (left := deadline - _now()) > 0:
                 self._cond.wait(left)
@@ -462,12 +503,17 @@ class _DecodeSteps:
     def _run(self, batch: list["_Step"]) -> None:
         import torch
 
-        self.batches += 1
+        alone = len(batch) == 1 or not all(_packable(s.cache) for s in batch)
+        self.batches += len(batch) if alone else 1
         self.rows += len(batch)
         with _lock:
-            _decode_totals["steps"] += 1
+            _decode_totals["steps"] += len(batch) if alone else 1
             _decode_totals["rows"] += len(batch)
-        if len(batch) == 1 or not all(_packable(s.cache) for s in batch):
+        if alone:
+            with self._cond:  # a stream stepping alone leaves its batch, never reused now
+                self._left.extend(
+                    weakref.ref(s.cache.batch) for s in batch if isinstance(s.cache, _Rows) and s.cache.batch
+                )
             for s in batch:
                 out = self._model(
                     input_ids=s.token, past_key_values=_unpacked(s.cache), use_cache=True, **self._keep_one
