@@ -50,6 +50,8 @@ import org.openjdk.jmh.annotations.TearDown;
  *       text at a time with {@code batching(64, 2 ms)}, against LangChain4j's {@code embed} from 64
  *       platform threads: embeddings/s (target at least 1.5x).</li>
  * </ul>
+ * {@code -p chunk=8} (texts per forward pass), {@code -p workers=2} (our calls at once) and
+ * {@code -p torchThreads=1} (torch's threads in the process, {@code encode}'s too) vary our side.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -99,6 +101,10 @@ public class TextEmbeddingBench {
     @Param({"1"})
     public int workers;
 
+    /** torch's intra-op threads for our model and {@code encode} alike ({@code -p torchThreads=1}; 0: one a core). */
+    @Param({"0"})
+    public int torchThreads;
+
     @Setup(Level.Trial)
     public void setUp() {
         String dir = System.getenv("DLPACK4J_MINILM");
@@ -106,6 +112,9 @@ public class TextEmbeddingBench {
             throw new IllegalStateException("DLPACK4J_MINILM names no directory (" + dir + "): scripts/bench sets it from scripts/minilm");
         }
         py = Python.start();
+        if (torchThreads > 0) {
+            py.exec("import torch\ntorch.set_num_threads(" + torchThreads + ")");
+        }
         ours = PythonEmbeddingModel.sentenceTransformers(Path.of(dir)).python(py).batching(64, Duration.ofMillis(2))
                 .chunk(chunk).workers(workers).maxQueue(10_000).build();
         theirs = new AllMiniLmL6V2EmbeddingModel();
@@ -200,7 +209,7 @@ public class TextEmbeddingBench {
             ModelStats after = ours.model().stats();
             double lc4j = rate(Thread.ofPlatform().factory(), plain, t -> theirs.embed(t));
             System.out.printf("%n[in-fork] textThroughput round %d: 64 virtual threads, batching(64, 2 ms), chunk " + chunk + ", workers "
-                    + workers + ": %.0f embeddings/s"
+                    + workers + ", torch threads " + (torchThreads > 0 ? torchThreads : "default") + ": %.0f embeddings/s"
                     + " (%.1f texts a model call); LangChain4j's embed from 64 platform threads %.0f/s (%.2fx)", round + 1,
                     mine, (after.answered() - before.answered()) / (double) Math.max(1, after.batches() - before.batches()),
                     lc4j, mine / lc4j);
