@@ -546,27 +546,9 @@ public final class InferenceProtocol {
         }
     }
 
-    /** {@return {@code s} as a JSON string} */
+    /** {@return {@code s} as a JSON string}: the library's escaper, {@link io.github.dlpack4j.model.Transformers#jsonString} */
     public static String quote(String s) {
-        StringBuilder b = new StringBuilder(s.length() + 2).append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"' -> b.append("\\\"");
-                case '\\' -> b.append("\\\\");
-                case '\n' -> b.append("\\n");
-                case '\r' -> b.append("\\r");
-                case '\t' -> b.append("\\t");
-                default -> {
-                    if (c < 0x20) {
-                        b.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        b.append(c);
-                    }
-                }
-            }
-        }
-        return b.append('"').toString();
+        return io.github.dlpack4j.model.Transformers.jsonString(s);
     }
 
     /**
