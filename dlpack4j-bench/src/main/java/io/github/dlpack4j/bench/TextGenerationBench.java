@@ -35,7 +35,9 @@ import org.openjdk.jmh.annotations.TearDown;
  * stream of 16 tokens; after it each fork prints five rounds ({@code [in-fork] textGeneration}
  * lines), each of three streams and three {@code generate} calls in turns: tokens/s of the streams
  * over {@code generate}'s (target at least 0.95x) and the median time to the first item over
- * {@code generate}'s median time to its first token (target at most 1.1x).
+ * {@code generate}'s median time to its first token (target at most 1.1x); and, in the same turns,
+ * the stream's own generator (a copy of the model) consumed by Python, which tells the generator's
+ * cost from the hand-off of its items to Java.
  * {@code -p torchThreads=1} gives both sides one torch thread (torch's default is one per core).
  */
 @State(Scope.Benchmark)
@@ -52,6 +54,7 @@ public class TextGenerationBench {
     private Python py;
     private PythonModel chat;
     private PyObject generate;
+    private PyObject own;
 
     @Setup(Level.Trial)
     public void setUp() {
@@ -98,8 +101,23 @@ public class TextGenerationBench {
                         out = direct_lm.generate(**enc, do_sample=False, max_new_tokens=n, streamer=streamer)
                     end = time.perf_counter()
                     return end - start, streamer.first - start, int(out.shape[1] - enc["input_ids"].shape[1])
+
+                # the stream's own generator (a copy of the model), consumed by Python: what the stream costs without Java
+                own_key, _ = dlpack4j_text.load_causal_lm(tiny_dir, "cpu")
+                own_run = dlpack4j_text.chat_generator(own_key)
+
+                def timed_own(n):
+                    start = time.perf_counter()
+                    first, tokens = None, 0
+                    for item in own_run([messages_json], [json.dumps({"max_new_tokens": n})]):
+                        if first is None:
+                            first = time.perf_counter()
+                        if "finish" in item:
+                            tokens = item["finish"]["completion_tokens"]
+                    return time.perf_counter() - start, first - start, tokens
                 """);
         generate = py.getGlobal("timed_generate");
+        own = py.getGlobal("timed_own");
     }
 
     /** {@return seconds, seconds to the first item, tokens generated} of one stream of {@code n} tokens, all requested */
@@ -156,14 +174,17 @@ public class TextGenerationBench {
             // moment of this shared machine weighs a third of a round and falls on both sides alike.
             double[] java = new double[3];
             double[] python = new double[3];
+            double[] direct = new double[3];
             double[] javaFirst = new double[3];
             double[] pythonFirst = new double[3];
             double javaTokens = 0;
             double pythonTokens = 0;
+            double directTokens = 0;
             for (int k = 0; k < 3; k++) {
                 boolean javaFirstInTurn = (round + k) % 2 == 0;
                 double[] j = javaFirstInTurn ? stream(128) : null;
-                double[] p = timedGenerate();
+                double[] p = timed(generate);
+                double[] d = timed(own);
                 if (j == null) {
                     j = stream(128);
                 }
@@ -173,23 +194,30 @@ public class TextGenerationBench {
                 python[k] = p[0];
                 pythonFirst[k] = p[1];
                 pythonTokens += p[2];
+                direct[k] = d[0];
+                directTokens += d[2];
             }
             double javaRate = javaTokens / sum(java);
             double pythonRate = pythonTokens / sum(python);
+            double directRate = directTokens / sum(direct);
             double javaTtft = median(javaFirst);
             double pythonTtft = median(pythonFirst);
             System.out.printf("%n[in-fork] textGeneration round %d: 3 x 128 new tokens greedy: stream %.0f tokens/s"
                     + " (first item, median of 3, %.1f ms), generate %.0f tokens/s (first token %.1f ms);"
-                    + " tokens/s over generate's (%.2fx), first item over first token (%.2fx)", round, javaRate,
-                    javaTtft * 1e3, pythonRate, pythonTtft * 1e3, javaRate / pythonRate, javaTtft / pythonTtft);
+                    + " tokens/s over generate's (%.2fx), first item over first token (%.2fx); the stream's generator"
+                    + " consumed by Python %.0f tokens/s, over generate's (%.2fx), the stream over it (%.2fx)", round,
+                    javaRate, javaTtft * 1e3, pythonRate, pythonTtft * 1e3, javaRate / pythonRate, javaTtft / pythonTtft,
+                    directRate, directRate / pythonRate, javaRate / directRate);
         }
         System.out.println();
         generate.close();
+        own.close();
         chat.close();
     }
 
-    private double[] timedGenerate() {
-        try (PyObject r = generate.call(128)) {
+    /** {@return seconds, seconds to the first token, tokens} of one of the Python baselines, 128 new tokens */
+    private static double[] timed(PyObject baseline) {
+        try (PyObject r = baseline.call(128)) {
             return new double[] {asDouble(r, 0), asDouble(r, 1), asDouble(r, 2)};
         }
     }
