@@ -170,38 +170,24 @@ public class TextGenerationBench {
     @TearDown(Level.Trial)
     public void tearDown() throws Exception {
         for (int round = 1; round <= 5; round++) {
-            // Three of each a round, in turns (which side goes first alternates), so that one slow
-            // moment of this shared machine weighs a third of a round and falls on both sides alike.
-            double[] java = new double[3];
-            double[] python = new double[3];
-            double[] direct = new double[3];
-            double[] javaFirst = new double[3];
-            double[] pythonFirst = new double[3];
-            double javaTokens = 0;
-            double pythonTokens = 0;
-            double directTokens = 0;
+            // Three of each kind a round, in turns whose order rotates, so that one slow moment of
+            // this shared machine weighs a third of a round and falls on every kind alike.
+            double[][][] runs = new double[3][3][]; // [stream, generate, own generator][turn] = {s, s to first, tokens}
             for (int k = 0; k < 3; k++) {
-                boolean javaFirstInTurn = (round + k) % 2 == 0;
-                double[] j = javaFirstInTurn ? stream(128) : null;
-                double[] p = timed(generate);
-                double[] d = timed(own);
-                if (j == null) {
-                    j = stream(128);
+                for (int i = 0; i < 3; i++) {
+                    int kind = (round + k + i) % 3;
+                    runs[kind][k] = switch (kind) {
+                        case 0 -> stream(128);
+                        case 1 -> timed(generate);
+                        default -> timed(own);
+                    };
                 }
-                java[k] = j[0];
-                javaFirst[k] = j[1];
-                javaTokens += j[2];
-                python[k] = p[0];
-                pythonFirst[k] = p[1];
-                pythonTokens += p[2];
-                direct[k] = d[0];
-                directTokens += d[2];
             }
-            double javaRate = javaTokens / sum(java);
-            double pythonRate = pythonTokens / sum(python);
-            double directRate = directTokens / sum(direct);
-            double javaTtft = median(javaFirst);
-            double pythonTtft = median(pythonFirst);
+            double javaRate = rate(runs[0]);
+            double pythonRate = rate(runs[1]);
+            double directRate = rate(runs[2]);
+            double javaTtft = medianFirst(runs[0]);
+            double pythonTtft = medianFirst(runs[1]);
             System.out.printf("%n[in-fork] textGeneration round %d: 3 x 128 new tokens greedy: stream %.0f tokens/s"
                     + " (first item, median of 3, %.1f ms), generate %.0f tokens/s (first token %.1f ms);"
                     + " tokens/s over generate's (%.2fx), first item over first token (%.2fx); the stream's generator"
@@ -222,18 +208,25 @@ public class TextGenerationBench {
         }
     }
 
-    private static double sum(double[] xs) {
-        double s = 0;
-        for (double x : xs) {
-            s += x;
+    /** {@return tokens/s over a kind's runs: their tokens over their seconds} */
+    private static double rate(double[][] runs) {
+        double seconds = 0;
+        double tokens = 0;
+        for (double[] r : runs) {
+            seconds += r[0];
+            tokens += r[2];
         }
-        return s;
+        return tokens / seconds;
     }
 
-    private static double median(double[] xs) {
-        double[] c = xs.clone();
-        Arrays.sort(c);
-        return c[c.length / 2];
+    /** {@return the median of a kind's runs' seconds to their first token} */
+    private static double medianFirst(double[][] runs) {
+        double[] firsts = new double[runs.length];
+        for (int i = 0; i < runs.length; i++) {
+            firsts[i] = runs[i][1];
+        }
+        Arrays.sort(firsts);
+        return firsts[firsts.length / 2];
     }
 
     private static double asDouble(PyObject tuple, int i) {
