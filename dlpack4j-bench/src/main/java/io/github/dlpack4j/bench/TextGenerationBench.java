@@ -37,7 +37,11 @@ import org.openjdk.jmh.annotations.TearDown;
  * over {@code generate}'s (target at least 0.95x) and the median time to the first item over
  * {@code generate}'s median time to its first token (target at most 1.1x); and, in the same turns,
  * the stream's own generator (a copy of the model) consumed by Python, which tells the generator's
- * cost from the hand-off of its items to Java.
+ * cost from the hand-off of its items to Java. Last, a {@code [in-fork] textGeneration hand-off} line
+ * times the hand-off inside one generator, which notes each item's time inside it (the model's step)
+ * and away from it (from its yield to its resumption: the consumer's time), streamed to Java and
+ * looped over by Python in turns: a figure that the speed torch has at the moment on a shared
+ * machine leaves alone, where the rounds' ratios move by 10% from one round to the next.
  * {@code -p torchThreads=1} gives both sides one torch thread (torch's default is one per core).
  */
 @State(Scope.Benchmark)
@@ -55,6 +59,7 @@ public class TextGenerationBench {
     private PythonModel chat;
     private PyObject generate;
     private PyObject own;
+    private PythonModel handoff;
 
     @Setup(Level.Trial)
     public void setUp() {
@@ -106,6 +111,41 @@ public class TextGenerationBench {
                 own_key, _ = dlpack4j_text.load_causal_lm(tiny_dir, "cpu")
                 own_run = dlpack4j_text.chat_generator(own_key)
 
+                # the stream's generator again, noting each item's time inside it (from the generator's
+                # resumption to its yield: the model's step) and away from it (from its yield to the
+                # resumption: the consumer's time, Java's hand-off or the body of Python's for loop)
+                steps = {"inside": [], "away": []}
+                noted = {}
+
+                def handoff(key):
+                    run = dlpack4j_text.chat_generator(key)
+                    def timed(messages, parameters):
+                        t = time.perf_counter()
+                        for item in run(messages, parameters):
+                            y = time.perf_counter()
+                            steps["inside"].append(y - t)
+                            yield item
+                            t = time.perf_counter()
+                            steps["away"].append(t - y)
+                    return timed
+
+                hand_run = handoff(dlpack4j_text.load_causal_lm(tiny_dir, "cpu")[0])
+
+                def python_loop(n):
+                    for item in hand_run([messages_json], [json.dumps({"max_new_tokens": n})]):
+                        if "finish" in item:
+                            pass
+
+                def note(kind):
+                    # the last run's times go to its kind's
+                    for k, v in steps.items():
+                        noted.setdefault((kind, k), []).extend(v)
+                        v.clear()
+
+                def noted_micros(kind, k, q):
+                    v = sorted(noted.get((kind, k), [0.0]))
+                    return v[int(q * (len(v) - 1))] * 1e6
+
                 def timed_own(n):
                     start = time.perf_counter()
                     first, tokens = None, 0
@@ -118,10 +158,21 @@ public class TextGenerationBench {
                 """);
         generate = py.getGlobal("timed_generate");
         own = py.getGlobal("timed_own");
+        handoff = PythonModel.builder().python(py).name("tiny-lm-handoff").source("""
+                import __main__
+                def make():
+                    return __main__.hand_run
+                """, "make").textInput(Transformers.MESSAGES).textInput(Transformers.PARAMETERS)
+                .textOutput("delta").valueOutput(Transformers.FINISH)
+                .warmUp(Map.of(Transformers.MESSAGES, MESSAGES, Transformers.PARAMETERS, "{\"max_new_tokens\": 1}")).build();
     }
 
     /** {@return seconds, seconds to the first item, tokens generated} of one stream of {@code n} tokens, all requested */
     private double[] stream(int n) throws Exception {
+        return stream(chat, n);
+    }
+
+    private static double[] stream(PythonModel chat, int n) throws Exception {
         CompletableFuture<double[]> done = new CompletableFuture<>();
         long start = System.nanoTime();
         chat.stream(Map.of(Transformers.MESSAGES, MESSAGES, Transformers.PARAMETERS, "{\"max_new_tokens\": " + n + "}"))
@@ -195,9 +246,32 @@ public class TextGenerationBench {
                     javaRate, javaTtft * 1e3, pythonRate, pythonTtft * 1e3, javaRate / pythonRate, javaTtft / pythonTtft,
                     directRate, directRate / pythonRate, javaRate / directRate);
         }
+        // Each item's time inside the same generator and away from it, streamed to Java and looped over
+        // by Python in turns: what the hand-off to Java costs a token, apart from the speed torch has on
+        // this machine at the moment.
+        try (PyObject loop = py.getGlobal("python_loop"); PyObject note = py.getGlobal("note");
+             PyObject micros = py.getGlobal("noted_micros")) {
+            for (int i = 0; i < 8; i++) {
+                if (i % 2 == 0) {
+                    stream(handoff, 128);
+                } else {
+                    loop.call(128).close();
+                }
+                note.call(i % 2 == 0 ? "java" : "python").close();
+            }
+            System.out.printf("%n[in-fork] textGeneration hand-off: 4 x 128 tokens each, in turns, the same generator:"
+                    + " an item's time away from it to Java %.0f µs median (90th percentile %.0f µs), to Python's for"
+                    + " loop %.1f µs (%.1f µs); its time inside it %.0f µs (streamed to Java) and %.0f µs (Python's loop);"
+                    + " Java's time away, of a token's: %.1f%%%n", micro(micros, "java", "away", 0.5),
+                    micro(micros, "java", "away", 0.9), micro(micros, "python", "away", 0.5),
+                    micro(micros, "python", "away", 0.9), micro(micros, "java", "inside", 0.5),
+                    micro(micros, "python", "inside", 0.5), 100 * micro(micros, "java", "away", 0.5)
+                            / (micro(micros, "java", "away", 0.5) + micro(micros, "java", "inside", 0.5)));
+        }
         System.out.println();
         generate.close();
         own.close();
+        handoff.close();
         chat.close();
     }
 
@@ -227,6 +301,12 @@ public class TextGenerationBench {
         }
         Arrays.sort(firsts);
         return firsts[firsts.length / 2];
+    }
+
+    private static double micro(PyObject micros, String kind, String part, double quantile) {
+        try (PyObject r = micros.call(kind, part, quantile)) {
+            return r.asDouble();
+        }
     }
 
     private static double asDouble(PyObject tuple, int i) {

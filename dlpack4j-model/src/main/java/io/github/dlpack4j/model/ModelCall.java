@@ -220,7 +220,10 @@ final class ModelCall {
 
     /**
      * A stream's next item, in one GIL scope: its outputs (a tensor imported; a text output's str
-     * and a value output's value as one row), or null once the iterator ended.
+     * and a value output's value as one row), or null once the iterator ended. An item whose values
+     * are all str, int, float, bool, None, dict, list or tuple (Python's runner says so by its
+     * shape) converts in one pass; one with a tensor, or a tensor output declared, one value at a
+     * time: both refuse the same values with the same errors.
      *
      * @throws io.github.dlpack4j.python.PythonException if the model raised
      * @throws IllegalStateException if an item's output is not what it declares
@@ -232,22 +235,72 @@ final class ModelCall {
                 if (item.isNone()) {
                     return null;
                 }
-                List<String> names = names(item);
-                Map<String, Object> outputs = new LinkedHashMap<>();
-                Set<String> texts = new HashSet<>();
-                try (PyObject all = item.get(1)) {
-                    for (int j = 0; j < names.size(); j++) {
-                        try (PyObject v = all.get(j)) {
-                            outputs.put(names.get(j), streamOutput(names.get(j), v, texts));
-                        }
-                    }
-                    return new ModelResult(outputs, texts);
-                } catch (RuntimeException | Error e) {
-                    new ModelResult(outputs, texts).close();
-                    throw e;
-                }
+                ModelResult plain = plainItem(item);
+                return plain != null ? plain : itemByValue(item);
             }
         });
+    }
+
+    /** {@return an item of plain values converted in one pass, or null if it has a tensor or declares one} */
+    private ModelResult plainItem(PyObject item) {
+        Object whole = item.toJava();
+        if (!(whole instanceof List<?> parts)) { // the runner's _Objects: a value of another type
+            Values.closeAll(whole);
+            return null;
+        }
+        List<?> names = (List<?>) parts.get(0);
+        List<?> values = (List<?>) parts.get(1);
+        if (outputNames != null) {
+            for (Object n : names) {
+                if (outputKinds.get(outputNames.indexOf(String.valueOf(n))) == Signature.Kind.TENSOR) {
+                    Values.closeAll(whole); // a tensor output's refusal of a plain value is fromDlpack's
+                    return null;
+                }
+            }
+        }
+        Map<String, Object> outputs = new LinkedHashMap<>();
+        Set<String> texts = new HashSet<>();
+        for (int j = 0; j < names.size(); j++) {
+            String output = String.valueOf(names.get(j)); // as names() makes them
+            Object java = values.get(j);
+            Signature.Kind kind = outputNames != null ? outputKinds.get(outputNames.indexOf(output)) : null;
+            try {
+                if (kind == Signature.Kind.TEXT) {
+                    outputs.put(output, List.of(Values.text(this.name, output, java)));
+                    texts.add(output);
+                } else if (kind == null && java instanceof String s) {
+                    outputs.put(output, List.of(s));
+                    texts.add(output);
+                } else {
+                    outputs.put(output, Values.one(this.name, output, java));
+                }
+            } catch (RuntimeException | Error e) {
+                for (int k = j + 1; k < values.size(); k++) {
+                    Values.closeAll(values.get(k));
+                }
+                new ModelResult(outputs, texts).close();
+                throw e;
+            }
+        }
+        return new ModelResult(outputs, texts);
+    }
+
+    /** {@return an item converted one value at a time (a tensor imported by DLPack)} */
+    private ModelResult itemByValue(PyObject item) {
+        List<String> names = names(item);
+        Map<String, Object> outputs = new LinkedHashMap<>();
+        Set<String> texts = new HashSet<>();
+        try (PyObject all = item.get(1)) {
+            for (int j = 0; j < names.size(); j++) {
+                try (PyObject v = all.get(j)) {
+                    outputs.put(names.get(j), streamOutput(names.get(j), v, texts));
+                }
+            }
+            return new ModelResult(outputs, texts);
+        } catch (RuntimeException | Error e) {
+            new ModelResult(outputs, texts).close();
+            throw e;
+        }
     }
 
     /** Closes a stream's iterator (a generator's {@code finally} runs) and lets go of it. */
@@ -289,7 +342,7 @@ final class ModelCall {
             }
             case TEXT -> {
                 texts.add(output);
-                yield List.of(Values.text(this.name, output, value));
+                yield List.of(Values.text(this.name, output, value.toJava()));
             }
             case VALUE -> Values.one(this.name, output, value.toJava());
         };

@@ -54,8 +54,7 @@ final class Values {
     }
 
     /** {@return a stream item's text output: one str} */
-    static String text(String model, String output, PyObject value) {
-        Object java = value.toJava();
+    static String text(String model, String output, Object java) {
         if (java instanceof String s) {
             return s;
         }
@@ -216,7 +215,7 @@ final class Values {
     }
 
     /** Closes the Python objects that a conversion left in {@code v} (objects of no Java type), without recursion. */
-    private static void closeAll(Object v) {
+    static void closeAll(Object v) {
         java.util.ArrayDeque<Object> left = new java.util.ArrayDeque<>();
         if (v != null) {
             left.push(v);

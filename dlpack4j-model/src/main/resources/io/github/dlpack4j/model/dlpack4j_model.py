@@ -50,6 +50,22 @@ def load_exported(path):
 
 
 _END = object()
+# The types of a stream item's values that Java converts with the item in one pass (exact types: a
+# subclass, which could carry ``__dlpack__``, goes the one-by-one way).
+_PLAIN = frozenset((str, int, float, bool, type(None), dict, list, tuple))
+
+
+class _Objects:
+    """A stream item with a value of another type than ``_PLAIN``'s (a tensor, say): ``(names, values)``
+    by index, for Java to convert one value at a time. Not a tuple, so that Java tells it apart."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, names: list, values: list) -> None:
+        self.parts = (names, values)
+
+    def __getitem__(self, i: int) -> list:
+        return self.parts[i]
 
 
 def _is_stream(result):
@@ -188,7 +204,10 @@ class Runner:
                 item = next(items, _END)
         if item is _END:
             return None
-        return self.stream_item(item)
+        names, values = self.stream_item(item)
+        if all(type(v) in _PLAIN for v in values):
+            return names, values
+        return _Objects(names, values)
 
     def stream_item(self, item):
         """An item by name: a dict keeps its keys (a declared output may be left out of an item),

@@ -77,6 +77,34 @@ class StreamTest {
                             yield {"y": (a * (i + 1)).astype(np.float32), "label": f"times {i + 1}"}
                     return run
 
+                kinds = {  # per input text: one item's outputs, each a value its output must refuse or keep
+                    "kept": {"label": "a", "info": {"k": [1, 2.5, None, True, "x"], "n": -3}},
+                    "text-int": {"label": 7},
+                    "value-nested-set": {"info": [{"a": {1, 2}}]},
+                    "value-big-int": {"info": 2**70},
+                    "value-bytes": {"info": b"raw"},
+                    "tensor-str": {"y": "not a tensor"},
+                    "tensor-list": {"y": [1.0, 2.0]},
+                }
+
+                def one_item(with_tensor):
+                    # yields the text's item, with a tensor beside its outputs if asked (the one-value-at-a-time route)
+                    def run(texts):
+                        item = dict(kinds.get(texts[0], kinds["kept"]))
+                        if with_tensor:
+                            item.setdefault("y", np.ones(2, np.float32))
+                        yield item
+                    return run
+
+                def undeclared(with_tensor):
+                    # no outputs declared: a str is a text, a dict a value, an array a tensor
+                    def run(texts):
+                        item = {"word": "w", "info": {"n": 1}}
+                        if with_tensor:
+                            item["y"] = np.full(2, 3, np.float32)
+                        yield item
+                    return run
+
                 def not_a_generator():
                     return lambda texts: 42
 
@@ -337,6 +365,81 @@ class StreamTest {
             p.subscribe(second);
             assertThatThrownBy(second::get).cause().isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("one subscriber");
+        }
+        Models.assertReleasedSince(exports, bytes);
+    }
+
+    /** {@return the one item's outputs (a tensor as its floats, label and word texts, the rest values), or the stream's error as "error: " and its message} */
+    private static Map<String, Object> oneItem(PythonModel model, String text) throws Exception {
+        CompletableFuture<Map<String, Object>> done = new CompletableFuture<>();
+        Map<String, Object> seen = Collections.synchronizedMap(new java.util.LinkedHashMap<>());
+        model.stream(Map.of("text", text)).subscribe(new Flow.Subscriber<>() {
+            @Override
+            public void onSubscribe(Flow.Subscription s) {
+                s.request(Long.MAX_VALUE);
+            }
+
+            @Override
+            public void onNext(ModelResult item) {
+                try (item) {
+                    for (String n : item.names()) {
+                        seen.put(n, switch (n) {
+                            case "y" -> java.util.Arrays.toString(item.tensor(n).toFloatArray());
+                            case "label", "word" -> item.text(n);
+                            default -> item.values(n);
+                        });
+                    }
+                } catch (RuntimeException e) {
+                    seen.put("onNext", e.toString());
+                }
+            }
+
+            @Override
+            public void onError(Throwable e) {
+                done.complete(Map.of("error", e.getClass().getSimpleName() + ": " + e.getMessage()));
+            }
+
+            @Override
+            public void onComplete() {
+                done.complete(Map.copyOf(seen));
+            }
+        });
+        return done.get(30, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void anItemOfPlainValuesAndAnItemWithATensorKeepAndRefuseTheSameValuesWithTheSameErrors() throws Exception {
+        int exports = Dlpack.liveExports();
+        long bytes = Dlpack.nativeBytesInUse();
+        try (PythonModel plain = PythonModel.builder().python(Models.PY).name("refusing").factory("stream_models", "one_item", false)
+                .textInput("text").output("y", DataType.FLOAT32, 2).textOutput("label").valueOutput("info").build();
+             PythonModel withTensor = PythonModel.builder().python(Models.PY).name("refusing")
+                     .factory("stream_models", "one_item", true).textInput("text").output("y", DataType.FLOAT32, 2)
+                     .textOutput("label").valueOutput("info").build()) {
+            Map<String, Object> kept = oneItem(plain, "kept");
+            assertThat(kept).containsEntry("label", "a")
+                    .containsEntry("info", List.of(Map.of("k", java.util.Arrays.asList(1L, 2.5, null, true, "x"), "n", -3L)));
+            Map<String, Object> keptWithTensor = new java.util.HashMap<>(oneItem(withTensor, "kept"));
+            assertThat(keptWithTensor.remove("y")).isEqualTo("[1.0, 1.0]");
+            assertThat(keptWithTensor).isEqualTo(kept);
+            for (String kind : List.of("text-int", "value-nested-set", "value-big-int", "value-bytes", "tensor-str",
+                    "tensor-list")) {
+                Map<String, Object> refused = oneItem(plain, kind);
+                assertThat(refused).as(kind).containsOnlyKeys("error");
+                assertThat(oneItem(withTensor, kind)).as(kind).isEqualTo(refused);
+            }
+            assertThat(oneItem(plain, "text-int").get("error")).asString()
+                    .contains("text output label of a stream's item is a Python int");
+            assertThat(oneItem(plain, "value-nested-set").get("error")).asString().contains("is a Python set");
+            assertThat(oneItem(plain, "value-big-int").get("error")).asString().contains("beyond 64 bits");
+        }
+        try (PythonModel plain = PythonModel.builder().python(Models.PY).name("undeclared").factory("stream_models", "undeclared", false)
+                .textInput("text").build();
+             PythonModel withTensor = PythonModel.builder().python(Models.PY).name("undeclared")
+                     .factory("stream_models", "undeclared", true).textInput("text").build()) {
+            assertThat(oneItem(plain, "any")).isEqualTo(Map.of("word", "w", "info", List.of(Map.of("n", 1L))));
+            assertThat(oneItem(withTensor, "any")).isEqualTo(Map.of("word", "w", "info", List.of(Map.of("n", 1L)),
+                    "y", "[3.0, 3.0]"));
         }
         Models.assertReleasedSince(exports, bytes);
     }
