@@ -13,6 +13,7 @@ import io.github.dlpack4j.python.ExchangeApi;
 import io.github.dlpack4j.python.PyObject;
 import io.github.dlpack4j.python.Python;
 import io.github.dlpack4j.python.PythonDlpack;
+import io.github.dlpack4j.python.PythonException;
 
 /**
  * The model in the interpreter, and one call of it on Java tensors: the inputs exported without a
@@ -243,7 +244,12 @@ final class ModelCall {
 
     /** {@return an item of plain values converted in one pass, or null if it has a tensor or declares one} */
     private ModelResult plainItem(PyObject item) {
-        Object whole = item.toJava();
+        Object whole;
+        try {
+            whole = item.toJava();
+        } catch (PythonException | IllegalArgumentException e) {
+            return null; // a str UTF-8 cannot carry, nested too deep: refused where the one-by-one route refuses it
+        }
         if (!(whole instanceof List<?> parts)) { // the runner's _Objects: a value of another type
             Values.closeAll(whole);
             return null;

@@ -215,6 +215,10 @@ class Runner:
         first declared text output)."""
         names = self.outputs
         if isinstance(item, dict):
+            odd = [k for k in item if type(k) is not str]
+            if odd:
+                kind = type(odd[0]).__qualname__
+                raise TypeError(f"model {self.name} yielded a dict with a key of type {kind}: {odd[0]!r}; its keys are output names (str)")
             if names is not None:
                 unknown = [k for k in item if k not in names]
                 if unknown:

@@ -85,6 +85,9 @@ class StreamTest {
                     "value-bytes": {"info": b"raw"},
                     "tensor-str": {"y": "not a tensor"},
                     "tensor-list": {"y": [1.0, 2.0]},
+                    "text-int-then-surrogate": {"label": 7, "info": "\\ud800"},
+                    "tensor-surrogate": {"y": "\\ud800"},
+                    "int-key": {1: "a"},
                 }
 
                 def one_item(with_tensor):
@@ -423,7 +426,7 @@ class StreamTest {
             assertThat(keptWithTensor.remove("y")).isEqualTo("[1.0, 1.0]");
             assertThat(keptWithTensor).isEqualTo(kept);
             for (String kind : List.of("text-int", "value-nested-set", "value-big-int", "value-bytes", "tensor-str",
-                    "tensor-list")) {
+                    "tensor-list", "text-int-then-surrogate", "tensor-surrogate", "int-key")) {
                 Map<String, Object> refused = oneItem(plain, kind);
                 assertThat(refused).as(kind).containsOnlyKeys("error");
                 assertThat(oneItem(withTensor, kind)).as(kind).isEqualTo(refused);
@@ -432,6 +435,10 @@ class StreamTest {
                     .contains("text output label of a stream's item is a Python int");
             assertThat(oneItem(plain, "value-nested-set").get("error")).asString().contains("is a Python set");
             assertThat(oneItem(plain, "value-big-int").get("error")).asString().contains("beyond 64 bits");
+            assertThat(oneItem(plain, "text-int-then-surrogate").get("error")).asString()
+                    .contains("text output label of a stream's item is a Python int");
+            assertThat(oneItem(plain, "int-key").get("error")).asString()
+                    .contains("yielded a dict with a key of type int: 1; its keys are output names (str)");
         }
         try (PythonModel plain = PythonModel.builder().python(Models.PY).name("undeclared").factory("stream_models", "undeclared", false)
                 .textInput("text").build();
