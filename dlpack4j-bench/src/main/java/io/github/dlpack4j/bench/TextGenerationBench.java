@@ -40,7 +40,8 @@ import org.openjdk.jmh.annotations.TearDown;
  * cost from the hand-off of its items to Java. Last, a {@code [in-fork] textGeneration hand-off} line
  * times the hand-off inside one generator, which notes each item's time inside it (the model's step)
  * and away from it (from its yield to its resumption: the consumer's time), streamed to Java and
- * looped over by Python in turns: a figure that the speed torch has at the moment on a shared
+ * looped over by Python (on the bench's thread, and on a new platform thread as the stream's is) in
+ * turns: a figure that the speed torch has at the moment on a shared
  * machine leaves alone, where the rounds' ratios move by 10% from one round to the next.
  * {@code -p torchThreads=1} gives both sides one torch thread (torch's default is one per core).
  */
@@ -247,25 +248,29 @@ public class TextGenerationBench {
                     directRate, directRate / pythonRate, javaRate / directRate);
         }
         // Each item's time inside the same generator and away from it, streamed to Java and looped over
-        // by Python in turns: what the hand-off to Java costs a token, apart from the speed torch has on
-        // this machine at the moment.
+        // by Python (on this thread, and on a platform thread of its own) in turns: what the hand-off to
+        // Java costs a token, apart from the speed torch has on this machine at the moment.
         try (PyObject loop = py.getGlobal("python_loop"); PyObject note = py.getGlobal("note");
              PyObject micros = py.getGlobal("noted_micros")) {
-            for (int i = 0; i < 8; i++) {
-                if (i % 2 == 0) {
+            for (int i = 0; i < 12; i++) {
+                if (i % 3 == 0) {
                     stream(handoff, 128);
-                } else {
+                } else if (i % 3 == 1) {
                     loop.call(128).close();
+                } else { // as the stream's own thread is: a thread that Java started
+                    Thread t = Thread.ofPlatform().start(() -> loop.call(128).close());
+                    t.join();
                 }
-                note.call(i % 2 == 0 ? "java" : "python").close();
+                note.call(i % 3 == 0 ? "java" : i % 3 == 1 ? "python" : "thread").close();
             }
             System.out.printf("%n[in-fork] textGeneration hand-off: 4 x 128 tokens each, in turns, the same generator:"
                     + " an item's time away from it to Java %.0f µs median (90th percentile %.0f µs), to Python's for"
-                    + " loop %.1f µs (%.1f µs); its time inside it %.0f µs (streamed to Java) and %.0f µs (Python's loop);"
-                    + " Java's time away, of a token's: %.1f%%%n", micro(micros, "java", "away", 0.5),
-                    micro(micros, "java", "away", 0.9), micro(micros, "python", "away", 0.5),
-                    micro(micros, "python", "away", 0.9), micro(micros, "java", "inside", 0.5),
-                    micro(micros, "python", "inside", 0.5), 100 * micro(micros, "java", "away", 0.5)
+                    + " loop %.1f µs (%.1f µs); its time inside it %.0f µs (streamed to Java), %.0f µs (Python's loop)"
+                    + " and %.0f µs (Python's loop on a new platform thread); Java's time away, of a token's: %.1f%%%n",
+                    micro(micros, "java", "away", 0.5), micro(micros, "java", "away", 0.9),
+                    micro(micros, "python", "away", 0.5), micro(micros, "python", "away", 0.9),
+                    micro(micros, "java", "inside", 0.5), micro(micros, "python", "inside", 0.5),
+                    micro(micros, "thread", "inside", 0.5), 100 * micro(micros, "java", "away", 0.5)
                             / (micro(micros, "java", "away", 0.5) + micro(micros, "java", "inside", 0.5)));
         }
         System.out.println();
