@@ -333,7 +333,7 @@ final class ModelCall {
         } else if (value.hasAttr("__dlpack__")) {
             kind = Signature.Kind.TENSOR;
         } else {
-            Object java = value.toJava();
+            Object java = itemValue(output, value);
             if (java instanceof String s) {
                 texts.add(output);
                 return List.of(s);
@@ -348,10 +348,20 @@ final class ModelCall {
             }
             case TEXT -> {
                 texts.add(output);
-                yield List.of(Values.text(this.name, output, value.toJava()));
+                yield List.of(Values.text(this.name, output, itemValue(output, value)));
             }
-            case VALUE -> Values.one(this.name, output, value.toJava());
+            case VALUE -> Values.one(this.name, output, itemValue(output, value));
         };
+    }
+
+    /** {@return a stream item's output by {@code toJava}; one that does not convert (a str UTF-8 cannot carry, nesting too deep) names its output} */
+    private Object itemValue(String output, PyObject value) {
+        try {
+            return value.toJava();
+        } catch (PythonException | IllegalArgumentException e) {
+            throw new IllegalStateException("model " + name + ": output " + output + " of a stream's item cannot be "
+                    + "converted to Java: " + String.valueOf(e.getMessage()).lines().findFirst().orElse(""), e);
+        }
     }
 
     private void prepare() {

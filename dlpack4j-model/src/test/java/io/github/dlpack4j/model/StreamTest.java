@@ -88,6 +88,8 @@ class StreamTest {
                     "text-int-then-surrogate": {"label": 7, "info": "\\ud800"},
                     "tensor-surrogate": {"y": "\\ud800"},
                     "int-key": {1: "a"},
+                    "text-surrogate": {"label": "a\\ud800"},
+                    "value-surrogate": {"info": {"k": ["\\ud800"]}},
                 }
 
                 def one_item(with_tensor):
@@ -426,7 +428,8 @@ class StreamTest {
             assertThat(keptWithTensor.remove("y")).isEqualTo("[1.0, 1.0]");
             assertThat(keptWithTensor).isEqualTo(kept);
             for (String kind : List.of("text-int", "value-nested-set", "value-big-int", "value-bytes", "tensor-str",
-                    "tensor-list", "text-int-then-surrogate", "tensor-surrogate", "int-key")) {
+                    "tensor-list", "text-int-then-surrogate", "tensor-surrogate", "int-key", "text-surrogate",
+                    "value-surrogate")) {
                 Map<String, Object> refused = oneItem(plain, kind);
                 assertThat(refused).as(kind).containsOnlyKeys("error");
                 assertThat(oneItem(withTensor, kind)).as(kind).isEqualTo(refused);
@@ -437,6 +440,10 @@ class StreamTest {
             assertThat(oneItem(plain, "value-big-int").get("error")).asString().contains("beyond 64 bits");
             assertThat(oneItem(plain, "text-int-then-surrogate").get("error")).asString()
                     .contains("text output label of a stream's item is a Python int");
+            assertThat(oneItem(plain, "text-surrogate").get("error")).asString()
+                    .contains("output label of a stream's item cannot be converted to Java");
+            assertThat(oneItem(plain, "value-surrogate").get("error")).asString()
+                    .contains("output info of a stream's item cannot be converted to Java");
             assertThat(oneItem(plain, "int-key").get("error")).asString()
                     .contains("yielded a dict with a key of type int: 1; its keys are output names (str)");
         }
