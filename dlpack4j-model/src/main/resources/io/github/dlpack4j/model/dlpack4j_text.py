@@ -323,9 +323,10 @@ def chat_generator(
             _decode_totals["open"] += 1
         cache = None
         try:
-            step = torch.tensor([prompt], dtype=torch.long, device=model.device)
+            device = model.device
+            step = torch.tensor([prompt], dtype=torch.long, device=device)
             generated = 0
-            reply: list[int] = []  # the generated tokens but an end-of-sequence one
+            reply = _ReplyText(tokenizer)  # the text of the generated tokens but an end-of-sequence one
             text, emitted, finish = "", 0, "length"
             while generated < budget:
                 with torch.inference_mode():
@@ -341,8 +342,7 @@ def chat_generator(
                 if token in eos:
                     finish = "stop"
                     break
-                reply.append(token)
-                text = tokenizer.decode(reply, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+                text = reply.add(token)
                 cut = min((i for i in (text.find(s, emitted) for s in stop) if i >= 0), default=-1)
                 if cut >= 0:
                     if cut > emitted:
@@ -355,7 +355,7 @@ def chat_generator(
                 if ready > emitted:
                     yield {"delta": text[emitted:ready]}
                     emitted = ready
-                step = torch.tensor([[token]], dtype=torch.long, device=model.device)
+                step = torch.tensor([[token]], dtype=torch.long, device=device)
             if emitted < len(text):
                 yield {"delta": text[emitted:]}
             yield {
@@ -385,6 +385,58 @@ def chat_generator(
     return run
 
 
+class _ReplyText:
+    """A reply's text as its tokens come: after each token, ``tokenizer.decode(tokens,
+    skip_special_tokens=True, clean_up_tokenization_spaces=False)`` of all the tokens so far.
+
+    Where that decode is a ``tokenizers`` byte-level decoder's, called by transformers'
+    ``TokenizersBackend`` as it is (``_decodes_bytes``), the text is kept up to its last whole
+    character and only the tokens after that are decoded again. The decoder joins the tokens' bytes
+    and decodes them as UTF-8 once, malformed bytes replaced, and after a whole character that
+    decoding starts afresh: the kept text and the decoded rest join to the whole decode. Any other
+    tokenizer decodes all the tokens after each one."""
+
+    __slots__ = ("_bytes", "_decode", "_head", "_start", "_tokens")
+
+    def __init__(self, tokenizer: object) -> None:
+        self._bytes = _decodes_bytes(tokenizer)
+        self._decode = tokenizer.backend_tokenizer.decode if self._bytes else tokenizer.decode
+        self._tokens: list[int] = []
+        self._start = 0  # the tokens before it are in ``_head``
+        self._head = ""  # their text, ending with a whole character (or empty)
+
+    def add(self, token: int) -> str:
+        """Adds a token; returns the text of all the tokens added."""
+        tokens = self._tokens
+        tokens.append(token)
+        if not self._bytes:
+            return self._decode(tokens, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        tail = self._decode(tokens[self._start :], skip_special_tokens=True)
+        text = self._head + tail
+        if tail and tail[-1] != "\ufffd":  # a whole character last (a U+FFFD may be bytes still coming)
+            self._head, self._start = text, len(tokens)
+        return text
+
+
+def _decodes_bytes(tokenizer: object) -> bool:
+    """Whether ``tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)`` is
+    its ``tokenizers`` backend's own decode of ``ids`` by a byte-level decoder (GPT-2's BPE and its kind):
+    transformers' ``TokenizersBackend``, its ``decode`` and ``_decode`` not overridden."""
+    try:
+        from tokenizers import decoders
+        from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend
+    except ImportError:
+        return False
+    kind = type(tokenizer)
+    return (
+        isinstance(tokenizer, TokenizersBackend)
+        and kind.decode is PreTrainedTokenizerBase.decode
+        and kind._decode is TokenizersBackend._decode
+        and type(tokenizer.backend_tokenizer.decoder) is decoders.ByteLevel
+    )
+
+
 class _DecodeSteps:
     """The decode steps of one causal LM's streams: those that wait for their next token at once run
     as one forward pass.
@@ -398,7 +450,8 @@ class _DecodeSteps:
     A step of one stream runs as a lone stream does, so that its tokens are the one-stream path's.
     A step of several left-pads their KV caches to the longest, masks the padding, and gives each
     stream its own positions; it runs only where every cache layer is a plain ``DynamicLayer`` (no
-    sliding window, no recurrent state), else each stream steps alone."""
+    sliding window, no recurrent state), else each stream steps alone. With ``max_batch`` 1 there is
+    no batch to lead: the steps run one at a time under a lock, each as a lone stream's."""
 
     def __init__(
         self, model: object, keep_one: dict[str, int], max_batch: int, max_delay: float, open_streams: Callable[[], int]
@@ -413,6 +466,7 @@ class _DecodeSteps:
         self._max_delay = max_delay
         self._open_streams = open_streams
         self._cond = threading.Condition()
+        self._alone = threading.Lock()  # a step's, where max_batch is 1
         self._waiting: list[_Step] = []
         self._running = False
         self._left: list[weakref.ref[_Batch]] = []  # batches a stream left: never reused, let go of
@@ -422,6 +476,15 @@ class _DecodeSteps:
     def step(self, token: object, cache: object, length: int) -> tuple[object, object]:
         """Feed ``token`` (a ``[1, 1]`` tensor) to a stream whose ``cache`` holds ``length`` tokens; return
         its cache with the token and its next-token logits (a vector)."""
+        if self._max_batch == 1:  # no batch to lead: the steps run one at a time, as a leader runs them
+            with self._alone:
+                out = self._model(input_ids=token, past_key_values=cache, use_cache=True, **self._keep_one)
+                self.batches += 1
+                self.rows += 1
+            with _lock:
+                _decode_totals["steps"] += 1
+                _decode_totals["rows"] += 1
+            return out.past_key_values, out.logits[0, -1]
         mine = _Step(token, cache, length)
         with self._cond:
             self._waiting.append(mine)
