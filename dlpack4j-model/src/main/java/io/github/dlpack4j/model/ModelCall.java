@@ -29,6 +29,8 @@ final class ModelCall {
     private final PyObject runner;
     /** What a call calls: the {@code Runner}'s {@code entry()}: the {@code Runner} itself, or a plain function for the common case. */
     private final PyObject entry;
+    /** What a stream's step calls: the {@code Runner}'s {@code stepper()}, a plain function. */
+    private final PyObject stepper;
     /**
      * Whether this thread has the model's torch settings ({@code Runner.prepare_thread}): checked in
      * Java, once per thread, rather than through a Python thread-local on every call.
@@ -53,6 +55,7 @@ final class ModelCall {
         this.outputKinds = outputKinds;
         this.runner = runner;
         this.entry = runner.callMethod("entry");
+        this.stepper = runner.callMethod("stepper");
         this.outputNames = outputNames;
         this.torch = torch;
     }
@@ -232,7 +235,7 @@ final class ModelCall {
     ModelResult step(PyObject items) {
         return python.withGil(() -> {
             prepare();
-            try (PyObject item = runner.callMethod("step", items)) {
+            try (PyObject item = stepper.call(items)) {
                 if (item.isNone()) {
                     return null;
                 }
@@ -416,6 +419,7 @@ final class ModelCall {
     void close() {
         python.withGil(() -> {
             entry.close();
+            stepper.close();
             runner.close();
         });
     }

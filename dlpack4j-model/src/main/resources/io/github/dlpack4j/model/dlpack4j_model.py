@@ -7,7 +7,7 @@ import linecache
 import sys
 import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 
 def load_source(name, source, function, args):
@@ -107,6 +107,7 @@ class Runner:
             if self.inference_mode is None:
                 self.inference_mode = self.torch.inference_mode
                 self.inference_mode_args = ()
+        self._step = self.stepper()
 
     def entry(self) -> Callable[..., object]:
         """What Java calls: this Runner, or for a torch model with one declared output whose inputs
@@ -194,20 +195,36 @@ class Runner:
     def step(self, items):
         """A stream's next item as (names, values), or None once the iterator ends; the model's
         code between two items runs here, under the model's torch settings."""
-        if self.torch is None:
-            item = next(items, _END)
-        else:
-            if not getattr(self.local, "threads_set", False):
-                self.torch.set_num_threads(self.threads)
-                self.local.threads_set = True
-            with self.inference_mode(*self.inference_mode_args):
-                item = next(items, _END)
-        if item is _END:
-            return None
-        names, values = self.stream_item(item)
-        if all(type(v) in _PLAIN for v in values):
+        if self.torch is not None and not getattr(self.local, "threads_set", False):
+            self.torch.set_num_threads(self.threads)
+            self.local.threads_set = True
+        return self._step(items)
+
+    def stepper(self) -> Callable[[object], object]:
+        """``step`` as a plain function, which Java calls for each item of a stream (cheaper to call
+        than a method), the thread's torch settings made once by Java (``prepare_thread``): an item of
+        values all of ``_PLAIN``'s types as (names, values), one with another value as ``_Objects``."""
+        stream_item = self.stream_item
+        plain = _PLAIN
+        end = _END
+        guard = self.inference_mode if self.torch is not None else None
+        guard_args = self.inference_mode_args if self.torch is not None else ()
+
+        def step(items: Iterator[object]) -> object:
+            if guard is None:
+                item = next(items, end)
+            else:
+                with guard(*guard_args):
+                    item = next(items, end)
+            if item is end:
+                return None
+            names, values = stream_item(item)
+            for v in values:
+                if type(v) not in plain:
+                    return _Objects(names, values)
             return names, values
-        return _Objects(names, values)
+
+        return step
 
     def stream_item(self, item):
         """An item by name: a dict keeps its keys (a declared output may be left out of an item),
