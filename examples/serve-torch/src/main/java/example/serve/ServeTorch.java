@@ -28,6 +28,8 @@ import sun.misc.SignalHandler;
 public final class ServeTorch {
     /** Helidon's start-up lines off: the service prints its own ready line (kept: JUL holds loggers weakly). */
     private static final Logger HELIDON = Logger.getLogger("io.helidon");
+    /** The JVM's setting of the virtual-thread scheduler's carrier threads ({@link ServeOptions#virtualThreadCarriers}). */
+    private static final String CARRIERS = "jdk.virtualThreadScheduler.parallelism";
 
     /** How long SIGTERM waits for the requests in flight. */
     static final long DRAIN_MILLIS = 8_000;
@@ -97,6 +99,12 @@ public final class ServeTorch {
 
     public static void main(String[] args) throws InterruptedException {
         ServeOptions options = ServeOptions.parseOrExit(args);
+        // before the first virtual thread, which starts the scheduler with its carriers
+        String carriers = System.getProperty(CARRIERS);
+        if (carriers == null && options.virtualThreadCarriers() > 0) {
+            carriers = String.valueOf(options.virtualThreadCarriers());
+            System.setProperty(CARRIERS, carriers);
+        }
         HELIDON.setLevel(Level.WARNING);
         ServeTorch serve = start(options);
         CountDownLatch stopped = new CountDownLatch(1);
@@ -117,7 +125,8 @@ public final class ServeTorch {
         Signal.handle(new Signal("TERM"), onSignal);
         Signal.handle(new Signal("INT"), onSignal);
         System.out.println("serve-torch: " + String.join(", ", options.models()) + " ready on http://127.0.0.1:"
-                + serve.port() + " (Java + dlpack4j, Helidon SE, " + options.describe() + ")");
+                + serve.port() + " (Java + dlpack4j, Helidon SE, " + options.describe() + ", virtual thread carriers "
+                + (carriers != null ? carriers : "as many as the cores") + ")");
         System.out.flush();
         stopped.await();
         System.exit(0);

@@ -64,6 +64,17 @@ class ServiceTest {
     // ---------------------------------------------------------------- answers equal torch's
 
     @Test
+    void withoutBatchingTheVirtualThreadsGetTheCoresTheRunnerThreadsLeaveAndWithBatchingEveryCore() {
+        int cores = Runtime.getRuntime().availableProcessors();
+        assertEquals(Math.max(1, cores - 1), ServeOptions.parse("--model", "mlp").virtualThreadCarriers());
+        assertEquals(Math.max(1, cores - 3), ServeOptions.parse("--model", "mlp", "--runner-threads", "3")
+                .virtualThreadCarriers());
+        assertEquals(Math.max(1, cores - 2), ServeOptions.parse("--model", "mlp,resnet18", "--runner-threads", "1")
+                .virtualThreadCarriers());
+        assertEquals(0, ServeOptions.parse("--model", "mlp", "--batching").virtualThreadCarriers(), "the JVM's default");
+    }
+
+    @Test
     void mlpJsonAndBinaryAnswersEqualTorch() throws Exception {
         float[] x = random(3 * 256, 1);
         float[] want = reference("mlp", x, 3, 256);

@@ -189,6 +189,24 @@ public record ServeOptions(List<String> models, Path weights, int port, boolean 
         return model.equals("mlp") ? 1 : Math.max(1, Runtime.getRuntime().availableProcessors());
     }
 
+    /**
+     * {@return the carrier threads of the JVM's virtual-thread scheduler ({@code
+     * jdk.virtualThreadScheduler.parallelism}) that the Helidon service sets where the JVM's options
+     * leave it unset, or 0 to keep the JVM's default of one a core}: without batching, a tensor
+     * model's runner threads keep a core each busy under load, and carriers beside them only take
+     * turns with them on those cores: the cores less the runner threads, at least 1. With batching,
+     * or a text model (its requests' and tokens' own handling is most of the service's work), every
+     * core carries virtual threads. {@code scripts/loadtest} measures both settings with {@code
+     * SERVE_JAVA_OPTS} (docs/serving.md).
+     */
+    public int virtualThreadCarriers() {
+        if (batching || models.stream().anyMatch(TEXT_MODELS::contains)) {
+            return 0;
+        }
+        int runners = models.stream().mapToInt(this::runnerThreads).sum();
+        return Math.max(1, Runtime.getRuntime().availableProcessors() - runners);
+    }
+
     /** {@return torch's intra-op threads: the option, else 1 (the runner threads run model calls side by side)} */
     public int torchThreads() {
         return torchThreadsOption > 0 ? torchThreadsOption : 1;
