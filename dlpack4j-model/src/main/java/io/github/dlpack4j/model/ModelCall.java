@@ -54,8 +54,14 @@ final class ModelCall {
         this.name = name;
         this.outputKinds = outputKinds;
         this.runner = runner;
-        this.entry = runner.callMethod("entry");
-        this.stepper = runner.callMethod("stepper");
+        PyObject call = runner.callMethod("entry");
+        try {
+            this.stepper = runner.callMethod("stepper");
+        } catch (RuntimeException | Error e) {
+            call.close();
+            throw e;
+        }
+        this.entry = call;
         this.outputNames = outputNames;
         this.torch = torch;
     }
@@ -87,7 +93,12 @@ final class ModelCall {
                 }
                 PyObject runner = helpers.callMethod("Runner", name, model, torchInputs && torch == null,
                         outputNames, listOutput, textOutputs);
-                return new ModelCall(python, name, runner, outputNames, outputKinds, torch);
+                try {
+                    return new ModelCall(python, name, runner, outputNames, outputKinds, torch);
+                } catch (RuntimeException | Error e) {
+                    runner.close();
+                    throw e;
+                }
             }
         });
     }

@@ -107,7 +107,6 @@ class Runner:
             if self.inference_mode is None:
                 self.inference_mode = self.torch.inference_mode
                 self.inference_mode_args = ()
-        self._step = self.stepper()
 
     def entry(self) -> Callable[..., object]:
         """What Java calls: this Runner, or for a torch model with one declared output whose inputs
@@ -198,7 +197,7 @@ class Runner:
         if self.torch is not None and not getattr(self.local, "threads_set", False):
             self.torch.set_num_threads(self.threads)
             self.local.threads_set = True
-        return self._step(items)
+        return self.stepper()(items)  # made per call: kept here, it would make the Runner a cycle
 
     def stepper(self) -> Callable[[object], object]:
         """``step`` as a plain function, which Java calls for each item of a stream (cheaper to call

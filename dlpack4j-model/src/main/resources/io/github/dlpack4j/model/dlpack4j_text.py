@@ -421,7 +421,7 @@ class _ReplyText:
 def _decodes_bytes(tokenizer: object) -> bool:
     """Whether ``tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)`` is
     its ``tokenizers`` backend's own decode of ``ids`` by a byte-level decoder (GPT-2's BPE and its kind):
-    transformers' ``TokenizersBackend``, its ``decode`` and ``_decode`` not overridden."""
+    transformers' ``TokenizersBackend``, its ``decode`` and ``_decode`` not overridden (nor set on the instance)."""
     try:
         from tokenizers import decoders
         from transformers.tokenization_utils_base import PreTrainedTokenizerBase
@@ -429,8 +429,11 @@ def _decodes_bytes(tokenizer: object) -> bool:
     except ImportError:
         return False
     kind = type(tokenizer)
+    own = vars(tokenizer) if hasattr(tokenizer, "__dict__") else {}
     return (
         isinstance(tokenizer, TokenizersBackend)
+        and "decode" not in own  # nor patched on the instance
+        and "_decode" not in own
         and kind.decode is PreTrainedTokenizerBase.decode
         and kind._decode is TokenizersBackend._decode
         and type(tokenizer.backend_tokenizer.decoder) is decoders.ByteLevel
@@ -477,13 +480,13 @@ class _DecodeSteps:
         """Feed ``token`` (a ``[1, 1]`` tensor) to a stream whose ``cache`` holds ``length`` tokens; return
         its cache with the token and its next-token logits (a vector)."""
         if self._max_batch == 1:  # no batch to lead: the steps run one at a time, as a leader runs them
-            with self._alone:
-                out = self._model(input_ids=token, past_key_values=cache, use_cache=True, **self._keep_one)
+            with self._alone:  # no order among the waiting steps: Java's stream threads take the streams in turns
                 self.batches += 1
                 self.rows += 1
-            with _lock:
-                _decode_totals["steps"] += 1
-                _decode_totals["rows"] += 1
+                with _lock:
+                    _decode_totals["steps"] += 1
+                    _decode_totals["rows"] += 1
+                out = self._model(input_ids=token, past_key_values=cache, use_cache=True, **self._keep_one)
             return out.past_key_values, out.logits[0, -1]
         mine = _Step(token, cache, length)
         with self._cond:

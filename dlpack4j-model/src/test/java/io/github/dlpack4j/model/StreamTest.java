@@ -177,6 +177,38 @@ class StreamTest {
     }
 
     @Test
+    void aClosedStreamingModelsCallableIsFreedAtOnceNotLeftForPythonsCycleCollector() throws Exception {
+        Models.pythonModule("held_models", """
+                import weakref
+
+                class Held:
+                    def __call__(self, texts):
+                        yield {"token": texts[0], "index": 0}
+
+                refs = []
+
+                def held():
+                    h = Held()
+                    refs.append(weakref.ref(h))
+                    return h
+                """);
+        Models.PY.exec("import gc, held_models; gc.collect(); gc.disable()");
+        try {
+            try (PythonModel model = PythonModel.builder().python(Models.PY).name("held").factory("held_models", "held")
+                    .textInput("text").textOutput("token").valueOutput("index").build()) {
+                Collector c = new Collector("token", Long.MAX_VALUE);
+                model.stream(Map.of("text", "x")).subscribe(c);
+                assertThat(c.get()).containsExactly("x");
+                assertThat(Models.pyLong("sum(1 for r in held_models.refs if r() is not None)")).isEqualTo(1);
+            }
+            assertThat(Models.pyLong("sum(1 for r in held_models.refs if r() is not None)"))
+                    .as("the model's callable alive after close, with Python's cycle collector off").isZero();
+        } finally {
+            Models.PY.exec("import gc; gc.enable()");
+        }
+    }
+
+    @Test
     void everyItemArrivesInOrderAndTheStreamCompletes() throws Exception {
         try (PythonModel model = words("words-order")) {
             Collector c = new Collector("token", Long.MAX_VALUE);
