@@ -270,20 +270,20 @@ final class ModelCall {
         }
         List<?> names = (List<?>) parts.get(0);
         List<?> values = (List<?>) parts.get(1);
-        if (outputNames != null) {
-            for (Object n : names) {
-                if (outputKinds.get(outputNames.indexOf(String.valueOf(n))) == Signature.Kind.TENSOR) {
-                    Values.closeAll(whole); // a tensor output's refusal of a plain value is fromDlpack's
-                    return null;
-                }
+        Signature.Kind[] kinds = new Signature.Kind[names.size()];
+        for (int j = 0; j < kinds.length; j++) {
+            kinds[j] = declaredKind(String.valueOf(names.get(j))); // the name as names() makes it
+            if (kinds[j] == Signature.Kind.TENSOR) {
+                Values.closeAll(whole); // a tensor output's refusal of a plain value is fromDlpack's
+                return null;
             }
         }
         Map<String, Object> outputs = new LinkedHashMap<>();
         Set<String> texts = new HashSet<>();
         for (int j = 0; j < names.size(); j++) {
-            String output = String.valueOf(names.get(j)); // as names() makes them
+            String output = String.valueOf(names.get(j));
             Object java = values.get(j);
-            Signature.Kind kind = outputNames != null ? outputKinds.get(outputNames.indexOf(output)) : null;
+            Signature.Kind kind = kinds[j];
             try {
                 if (kind == Signature.Kind.TEXT) {
                     outputs.put(output, List.of(Values.text(this.name, output, java)));
@@ -341,18 +341,17 @@ final class ModelCall {
      * goes into {@code texts}.
      */
     private Object streamOutput(String output, PyObject value, Set<String> texts) {
-        Signature.Kind kind;
-        if (outputNames != null) {
-            kind = outputKinds.get(outputNames.indexOf(output));
-        } else if (value.hasAttr("__dlpack__")) {
-            kind = Signature.Kind.TENSOR;
-        } else {
-            Object java = itemValue(output, value);
-            if (java instanceof String s) {
-                texts.add(output);
-                return List.of(s);
+        Signature.Kind kind = declaredKind(output);
+        if (kind == null) { // undeclared: by its Python type
+            if (!value.hasAttr("__dlpack__")) {
+                Object java = itemValue(output, value);
+                if (java instanceof String s) {
+                    texts.add(output);
+                    return List.of(s);
+                }
+                return Values.one(this.name, output, java);
             }
-            return Values.one(this.name, output, java);
+            kind = Signature.Kind.TENSOR;
         }
         return switch (kind) {
             case TENSOR -> {
@@ -366,6 +365,11 @@ final class ModelCall {
             }
             case VALUE -> Values.one(this.name, output, itemValue(output, value));
         };
+    }
+
+    /** {@return output {@code output}'s declared kind, or null when the model declares no outputs} */
+    private Signature.Kind declaredKind(String output) {
+        return outputNames != null ? outputKinds.get(outputNames.indexOf(output)) : null;
     }
 
     /** {@return a stream item's output by {@code toJava}; one that does not convert (a str UTF-8 cannot carry, nesting too deep) names its output} */
