@@ -49,6 +49,10 @@ final class Scheduler {
     private volatile int queued;
     /** Workers gathering a batch: written under the lock, read without it by {@link #unannounce()}. */
     private volatile int gatherers;
+    /** The rows of the requests in the queue; under the lock. */
+    private long queuedRows;
+    /** The rows a lone gatherer's batch lacks to be full, set before it waits; under the lock. */
+    private long gatherLacks;
     private volatile boolean closed;
     /** Calls announced ({@link PythonModel#announce()}) and not yet done with. */
     private final AtomicInteger announced = new AtomicInteger();
@@ -124,10 +128,13 @@ final class Scheduler {
             }
             queue.addLast(r);
             queued = queue.size();
+            queuedRows += r.rows;
             recorder.admitted();
             inFlight.incrementAndGet();
             if (gatherers > 0) {
-                gathering.signalAll();
+                if (gatherers > 1 || queuedRows >= gatherLacks || everyAnnouncedCallQueuedOrClaimed()) {
+                    gathering.signalAll();
+                }
             } else if (lookerComing) {
                 lookerComing = false; // the looking worker polls the queue after its look, under this lock
             } else {
@@ -189,7 +196,8 @@ final class Scheduler {
     /** An announced call is done with: a batch that waited for it may run now. */
     void unannounce() {
         announced.decrementAndGet();
-        if (gatherers > 0) {
+        // read after the decrement: a gatherer that checks meanwhile sees the new count itself
+        if (gatherers > 1 || gatherers > 0 && everyAnnouncedCallQueuedOrClaimed()) {
             lock.lock();
             try {
                 gathering.signalAll();
@@ -197,6 +205,18 @@ final class Scheduler {
                 lock.unlock();
             }
         }
+    }
+
+    /**
+     * {@return whether calls are announced and each is in the queue or a batch (a moment's view)}:
+     * only then can a lone gatherer's wait for every announced call end, so only then does a
+     * request's admission or an announced call's end wake it ({@link #gather}). Each wake-up of a
+     * gatherer costs a futex wake and a context switch, which under a closed loop of callers came
+     * about once for every few requests.
+     */
+    private boolean everyAnnouncedCallQueuedOrClaimed() {
+        int a = announced.get();
+        return a > 0 && claimed.get() + queued >= a;
     }
 
     /** {@return whether calls are announced and every one of them has joined a batch} */
@@ -217,6 +237,7 @@ final class Scheduler {
         try {
             if (queue.remove(r)) {
                 queued = queue.size();
+                queuedRows -= r.rows;
             } else if (gatherers > 0 && r.claimed) { // it may be in a batch that gathers: it leaves it
                 gathering.signalAll();
             }
@@ -266,6 +287,7 @@ final class Scheduler {
                     idle.awaitUninterruptibly(); // only close stops a worker
                 }
                 queued = queue.size();
+                queuedRows -= first.rows;
                 List<Request<?>> batch = new ArrayList<>();
                 claim(batch, first);
                 if (!batching() || first.rows >= maxBatchRows) {
@@ -311,6 +333,7 @@ final class Scheduler {
                     if (r.key.equals(first.key) && rows + r.rows <= maxBatchRows) {
                         it.remove();
                         queued = queue.size();
+                        queuedRows -= r.rows;
                         claim(batch, r);
                         rows += r.rows;
                     }
@@ -322,6 +345,7 @@ final class Scheduler {
                 if (!queue.isEmpty()) { // requests this batch cannot take: another worker may
                     idle.signal();
                 }
+                gatherLacks = maxBatchRows - rows; // what a lone gatherer waits for, besides its delay
                 try {
                     gathering.awaitNanos(left);
                 } catch (InterruptedException e) {
@@ -355,6 +379,7 @@ final class Scheduler {
             List<Request<?>> left = new ArrayList<>(queue);
             queue.clear();
             queued = 0;
+            queuedRows = 0;
             return left;
         } finally {
             lock.unlock();

@@ -58,6 +58,12 @@ final class Signature {
     /** The declared outputs in the model's order; empty when undeclared (the model's result then names them). */
     private final List<Port> outputs;
     private final boolean batching;
+    /** What the accessors below return, made once: the signature never changes, and a call reads them. */
+    private final List<TensorSpec> tensorInputs;
+    private final List<TensorSpec> tensorOutputs;
+    private final List<String> outputNames;
+    private final List<Kind> outputKinds;
+    private final boolean hasListOutputs;
 
     /**
      * @throws IllegalStateException with batching, if a declared input or output has a sub-byte dtype
@@ -67,6 +73,11 @@ final class Signature {
         this.inputs = List.copyOf(inputs);
         this.outputs = List.copyOf(outputs);
         this.batching = batching;
+        this.tensorInputs = specs(this.inputs);
+        this.tensorOutputs = specs(this.outputs);
+        this.outputNames = this.outputs.isEmpty() ? null : this.outputs.stream().map(Port::name).toList();
+        this.outputKinds = this.outputs.isEmpty() ? null : this.outputs.stream().map(Port::kind).toList();
+        this.hasListOutputs = this.outputs.stream().anyMatch(p -> p.kind() != Kind.TENSOR);
         if (batching) {
             for (Port p : inputs) {
                 if (p.kind() == Kind.TENSOR && p.spec().dtype().isSubByte()) {
@@ -89,12 +100,12 @@ final class Signature {
 
     /** {@return the declared tensor inputs, in the model's order} */
     List<TensorSpec> inputs() {
-        return specs(inputs);
+        return tensorInputs;
     }
 
     /** {@return the declared tensor outputs, in the model's order} */
     List<TensorSpec> outputs() {
-        return specs(outputs);
+        return tensorOutputs;
     }
 
     List<Port> inputPorts() {
@@ -116,17 +127,17 @@ final class Signature {
 
     /** {@return whether a declared output is text or values: {@code predict} cannot return it} */
     boolean hasListOutputs() {
-        return outputs.stream().anyMatch(p -> p.kind() != Kind.TENSOR);
+        return hasListOutputs;
     }
 
     /** {@return the declared outputs' names, or null when the model's result names them} */
     List<String> outputNames() {
-        return outputs.isEmpty() ? null : outputs.stream().map(Port::name).toList();
+        return outputNames;
     }
 
     /** {@return the declared outputs' kinds, or null when undeclared (then every output is a tensor)} */
     List<Kind> outputKinds() {
-        return outputs.isEmpty() ? null : outputs.stream().map(Port::kind).toList();
+        return outputKinds;
     }
 
     /**

@@ -115,6 +115,30 @@ class BatchingTest {
     }
 
     @Test
+    void aBatchFilledByRequestsArrivingOneByOneRunsOnceFullWithoutWaitingOutItsDelay() throws Exception {
+        List<Tensor> inputs = new ArrayList<>();
+        try (PythonModel model = model("double", 6, Duration.ofSeconds(10))) {
+            long start = System.nanoTime();
+            List<CompletableFuture<Map<String, Tensor>>> futures = new ArrayList<>();
+            for (int i = 0; i < 3; i++) { // two rows each, apart: the batch gathers between them
+                Tensor x = Tensor.of(new float[] {i, i, i, i}, 2, 2);
+                inputs.add(x);
+                futures.add(model.submit(Map.of("x", x)));
+                Thread.sleep(50);
+            }
+            for (int i = 0; i < futures.size(); i++) {
+                try (Tensor y = futures.get(i).get(5, TimeUnit.SECONDS).get("output")) {
+                    assertThat(y.toFloatArray()).containsOnly(2f * i);
+                }
+            }
+            assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+            assertThat(probe("rows")).containsExactly(6L);
+        } finally {
+            inputs.forEach(Tensor::close);
+        }
+    }
+
+    @Test
     void anAnnouncedCallAloneDoesNotWaitOutTheDelay() {
         try (PythonModel model = model("double", 64, Duration.ofSeconds(5));
              Tensor x = Tensor.of(new float[] {1, 2}, 1, 2)) {
