@@ -51,7 +51,10 @@ final class Scheduler {
     private volatile int gatherers;
     /** The rows of the requests in the queue; under the lock. */
     private long queuedRows;
-    /** The rows a lone gatherer's batch lacks to be full, set before it waits; under the lock. */
+    /**
+     * The rows a lone gatherer's batch lacks to be full, set before it waits (0, unknown, once a
+     * gatherer leaves: the one left, if any, may lack fewer); under the lock.
+     */
     private long gatherLacks;
     private volatile boolean closed;
     /** Calls announced ({@link PythonModel#announce()}) and not yet done with. */
@@ -354,6 +357,9 @@ final class Scheduler {
             }
         } finally {
             gatherers--;
+            // the lack written last may be this batch's, not the one left gathering: unknown until
+            // that one waits again, so the next admission wakes it
+            gatherLacks = 0;
             if (!queue.isEmpty()) {
                 idle.signal();
             }

@@ -97,6 +97,23 @@ class BatchingUnderLoadTest {
     }
 
     @Test
+    void aRequestOfAnotherKeyGoesToAnIdleWorkerWhileABatchGathersNotAfterItsDelay() throws Exception {
+        try (PythonModel model = PythonModel.builder().python(Models.PY).factory("review_batch", "make", "double")
+                .input("x", DataType.FLOAT32, -1, -1).workers(2).batching(8, Duration.ofSeconds(3)).build();
+             Tensor gathering = Tensor.of(values(1, 3), 1, 3);
+             Tensor full = Tensor.of(new float[8 * 4], 8, 4)) {
+            var first = model.submit(java.util.Map.of("x", gathering)); // one worker gathers its batch for 3 s
+            Thread.sleep(100);
+            long start = System.nanoTime();
+            try (Tensor y = model.predict(full)) { // a full batch of another key: the idle worker runs it
+                assertThat(y.shape()).containsExactly(8, 4);
+            }
+            assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofMillis(1500));
+            first.get(10, java.util.concurrent.TimeUnit.SECONDS).values().forEach(Tensor::close);
+        }
+    }
+
+    @Test
     void outputsThatViewTheBatchBufferKeepTheirOwnRowsAcrossLaterBatchesAndAfterClose() throws Exception {
         for (String mode : List.of("view", "npview")) {
             int exports = Dlpack.liveExports();
