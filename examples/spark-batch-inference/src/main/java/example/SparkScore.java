@@ -202,7 +202,7 @@ public final class SparkScore {
             System.out.println(String.format(Locale.ROOT,
                     "spark-score: %d rows in %.1f s (the scoring job %.2f s, %.0f rows/s, task CPU %.2f s, executors' "
                             + "process CPU %.2f s%s), route %s, master %s, executors pid %s (driver pid %d); start-up: the "
-                            + "session %.1f s after the driver JVM's start, %s; %s",
+                            + "SparkSession %.1f s after the driver JVM's start, %s; %s",
                     rows, total, job, rows / job, cpuOfLastJob / 1e9, metrics.processCpuSeconds(),
                     repeat > 1 ? "; jobs " + String.join(" ", jobs) + " s" : "", a.containsKey("--no-model") ? "rows" : route,
                     master,
@@ -245,14 +245,14 @@ public final class SparkScore {
                     .append(worker);
         }
         b.append("; the driver: its JVM started at ").append(at.apply(jvmStarted))
-                .append(", the session asked for at ").append(at.apply(sessionStarts))
+                .append(", the SparkSession asked for at ").append(at.apply(sessionStarts))
                 .append(", the context made at ").append(at.apply(contextStarted))
                 .append(", registered with the master at ").append(at.apply(Timeline.applicationStarted));
         if (!Timeline.executorsAdded.isEmpty()) {
             b.append(", its executors registered at ").append(Timeline.executorsAdded.stream().sorted()
                     .map(at::apply).collect(Collectors.joining(" and ")));
         }
-        b.append(", the session ready at ").append(at.apply(sessionReady));
+        b.append(", the SparkSession ready at ").append(at.apply(sessionReady));
         for (ExecutorStartup e : executors) {
             b.append("; executor ").append(e.pid()).append(": its JVM started at ").append(at.apply(e.jvmStarted()));
             if (e.warmUpStarted() >= 0) {
