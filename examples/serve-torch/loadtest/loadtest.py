@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -326,8 +327,12 @@ def measured(s: Service, model: str, request_file: Path, connections: int, secon
     """Run wrk as :func:`wrk` does; return its figures and the service's CPU per request (and mean batch)."""
     before = stats(s) if s.key != "python" else None
     cpu = cpu_seconds(s.process.pid)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # wrk's CPU: it ends (and is waited for) in wrk()
     run = wrk(s, model, request_file, connections, seconds)
-    cost = f"{(cpu_seconds(s.process.pid) - cpu) * 1e6 / max(1, run.requests):,.0f} us"
+    ended = resource.getrusage(resource.RUSAGE_CHILDREN)
+    load = ended.ru_utime + ended.ru_stime - children.ru_utime - children.ru_stime
+    n = max(1, run.requests)
+    cost = f"{(cpu_seconds(s.process.pid) - cpu) * 1e6 / n:,.0f} us (wrk {load * 1e6 / n:,.0f} us)"
     if before is not None:
         after = stats(s)
         batches = int(after["batches"]) - int(before["batches"])  # type: ignore[call-overload]
@@ -446,8 +451,9 @@ def loadtest(args: argparse.Namespace) -> int:
     for row in rows:
         print("| " + " | ".join(row) + " |")
     print()
-    print("CPU per request (the service's processes, user and system, over the measured seconds),"
-          " for the Java services the mean rows of a model call, and each cell's warm-up:")
+    print("CPU per request (the service's processes, user and system, over the measured seconds; in brackets"
+          " wrk's own, the load generator on the same cores), for the Java services the mean rows of a model"
+          " call, and each cell's warm-up:")
     print("| model | conns | " + " | ".join(SERVICES[k][0] for k in keys) + " |")
     print("|" + " --- |" * (len(keys) + 2))
     for model, c in dict.fromkeys((m, n) for m, n, _ in costs):

@@ -30,6 +30,7 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
@@ -60,11 +61,30 @@ class ClusterInferenceTest {
                 return score
             """;
 
+    private static final int EXECUTORS = 2;
     private static SparkSession spark;
 
     @BeforeAll
     static void startCluster() {
-        spark = Sparks.cluster(2);
+        spark = Sparks.cluster(EXECUTORS);
+    }
+
+    /**
+     * Each test starts with every executor registered: a test that killed one leaves the Worker
+     * starting its replacement (a JVM and its Python), and on a busy machine the next test's job
+     * would otherwise run all its tasks on the executor that is left.
+     */
+    @BeforeEach
+    void everyExecutorRegistered() throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (liveExecutors() < EXECUTORS && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
+        assertThat(liveExecutors()).as("executors registered").isEqualTo(EXECUTORS);
+    }
+
+    private static int liveExecutors() {
+        return spark.sparkContext().statusTracker().getExecutorInfos().length - 1; // the driver is one of them
     }
 
     @AfterAll
