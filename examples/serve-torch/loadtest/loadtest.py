@@ -68,6 +68,19 @@ SERVICES = {
 }
 # A Spring service's Helidon counterpart, for the Spring / Helidon ratio.
 HELIDON = {"spring": "java", "spring-batching": "java-batching"}
+BASELINE = "@baseline"  # the suffix of a Java service's key when --baseline's checkout serves it
+
+
+def kind(key: str) -> str:
+    """Return the SERVICES key of a service's key: ``java`` for ``java`` and ``java@baseline``."""
+    return key.removesuffix(BASELINE)
+
+
+def title(key: str) -> str:
+    """Return a service's name in the tables."""
+    if key.endswith(BASELINE):
+        return f"{SERVICES[kind(key)][0]} (baseline)"
+    return SERVICES[key][0]
 
 
 @dataclass
@@ -107,13 +120,15 @@ def parse_duration(text: str) -> float:
     return float(m.group(1)) * scale
 
 
-def start(key: str, model: str, extra: list[str], timeout: float = 300) -> Service:
+def start(key: str, model: str, extra: list[str], baseline: Path | None = None, timeout: float = 300) -> Service:
     """Start a service with scripts/serve (built already) on a free port and wait for its ready line.
 
     Its start-up time is from the process's start to its ready line: the JVM or Python's start, the
-    model's load and warm-up, the web server's start.
+    model's load and warm-up, the web server's start. A key ending in ``@baseline`` is served by
+    ``baseline``'s scripts/serve.
     """
-    args = [str(SERVE), "--no-build", *SERVICES[key][1], "--model", model, "--port", "0", *extra]
+    serve = baseline / "scripts" / "serve" if key.endswith(BASELINE) and baseline else SERVE
+    args = [str(serve), "--no-build", *SERVICES[kind(key)][1], "--model", model, "--port", "0", *extra]
     started = time.monotonic()
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = started + timeout
@@ -336,7 +351,8 @@ def measured(s: Service, model: str, request_file: Path, connections: int, secon
     if before is not None:
         after = stats(s)
         batches = int(after["batches"]) - int(before["batches"])  # type: ignore[call-overload]
-        answered = int(after["answered"]) - int(before["answered"])  # type: ignore[call-overload]
+        done = "answered" if "answered" in after else "requests"  # a baseline's stats may name it so
+        answered = int(after[done]) - int(before[done])  # type: ignore[call-overload]
         cost += f", {answered / max(1, batches):.1f} rows a call"
     return run, cost
 
@@ -412,8 +428,9 @@ def loadtest(args: argparse.Namespace) -> int:
             try:
                 for key in keys:
                     print(f"loadtest: starting {key} for {model}", file=sys.stderr, flush=True)
-                    services.append(start(key, model, args.java_args.split() if key != "python" else []))
-                    settings[f"{SERVICES[key][0]} ({model})"] = (
+                    extra = args.java_args.split() if key != "python" else []
+                    services.append(start(key, model, extra, args.baseline))
+                    settings[f"{title(key)} ({model})"] = (
                         f"{services[-1].settings}; start-up to the ready line {services[-1].startup_s:.1f} s"
                     )
                 if model == MINILM:
@@ -443,9 +460,8 @@ def loadtest(args: argparse.Namespace) -> int:
                 statuses += [f"{s.key} ({model}): exit {stop(s)} after SIGTERM" for s in services]
     head = ["model", "conns"]
     for key in keys:
-        name = SERVICES[key][0]
-        head += [f"{name} req/s", "p50", "p99", "errors"]
-    head += [f"{SERVICES[k][0]} / {'FastAPI' if b == 'python' else SERVICES[b][0]}" for k, b in ratios(keys)]
+        head += [f"{title(key)} req/s", "p50", "p99", "errors"]
+    head += [f"{title(k)} / {'FastAPI' if b == 'python' else title(b)}" for k, b in ratios(keys)]
     print("| " + " | ".join(head) + " |")
     print("|" + " --- |" * len(head))
     for row in rows:
@@ -454,7 +470,7 @@ def loadtest(args: argparse.Namespace) -> int:
     print("CPU per request (the service's processes, user and system, over the measured seconds; in brackets"
           " wrk's own, the load generator on the same cores), for the Java services the mean rows of a model"
           " call, and each cell's warm-up:")
-    print("| model | conns | " + " | ".join(SERVICES[k][0] for k in keys) + " |")
+    print("| model | conns | " + " | ".join(title(k) for k in keys) + " |")
     print("|" + " --- |" * (len(keys) + 2))
     for model, c in dict.fromkeys((m, n) for m, n, _ in costs):
         cells = [f"{costs[(model, c, k)]}; warmed {warmed[(model, c, k)]:.0f} s" if (model, c, k) in costs else "-"
@@ -583,11 +599,12 @@ def chat_loadtest(args: argparse.Namespace) -> int:
 def ratios(keys: list[str]) -> list[tuple[str, str]]:
     """Return the (service, base) pairs whose requests/s ratio the table shows.
 
-    Each Java service's to FastAPI's, then each Spring service's to its Helidon counterpart's, of
-    those measured.
+    Each Java service's to FastAPI's, then each Spring service's to its Helidon counterpart's, then
+    each service's to its baseline's (``--baseline``), of those measured.
     """
-    pairs = [(k, "python") for k in keys if k != "python" and "python" in keys]
-    return pairs + [(k, HELIDON[k]) for k in keys if k in HELIDON and HELIDON[k] in keys]
+    pairs = [(k, "python") for k in keys if k != "python" and "python" in keys and not k.endswith(BASELINE)]
+    pairs += [(k, HELIDON[k]) for k in keys if k in HELIDON and HELIDON[k] in keys]
+    return pairs + [(k, k + BASELINE) for k in keys if k + BASELINE in keys]
 
 
 def wrk_version() -> str:
@@ -668,6 +685,13 @@ def main() -> int:
     )
     parser.add_argument("--max-tokens", type=int, default=128, help="tiny-lm: the most tokens of a reply (128)")
     parser.add_argument("--java-args", default="", help="more scripts/serve options for the Java services")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="a checkout of another commit, its services built: each Java service is measured from it too, "
+        "right after this checkout's, with the ratio of the two",
+    )
     parser.add_argument("--soak", action="store_true", help="the soak instead: Java alone, 80%% of its peak")
     parser.add_argument("--soak-duration", type=parse_duration, default=600.0, help="(10m)")
     parser.add_argument("--soak-connections", type=int, default=64)
@@ -685,6 +709,14 @@ def main() -> int:
             parser.error("java-batching: tiny-lm's streams are not batched; measure java")
     if text and args.soak:
         parser.error("the soak runs mlp or resnet18")
+    if args.baseline is not None:
+        if text or args.soak:
+            parser.error("--baseline compares the mlp and resnet18 services' load test")
+        if not (args.baseline / "scripts" / "serve").is_file():
+            parser.error(f"--baseline {args.baseline}: no scripts/serve there (a checkout of dlpack4j?)")
+        args.baseline = args.baseline.resolve()
+        keys = args.services.split(",")
+        args.services = ",".join(k2 for k in keys for k2 in ([k, k + BASELINE] if k != "python" else [k]))
     if args.max_tokens < 1:
         parser.error("--max-tokens must be at least 1")
     if minilm:
