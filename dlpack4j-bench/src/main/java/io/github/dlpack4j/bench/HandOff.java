@@ -10,8 +10,9 @@ import io.github.dlpack4j.internal.CpuYield;
  * queue, counters or futures. One caller at a time; the slot is one volatile field each way.
  *
  * <p>With {@code spin}, each side looks for the other a while before it parks, as dlpack4j-model
- * does ({@code Look}): the platform thread for the next task, the caller for the task's end, each
- * for at most {@link #SPIN_NANOS}, offering its CPU to another thread between glances
+ * does ({@code Look}): the platform thread for the next task for at most {@link #SPIN_NANOS}, the
+ * caller for the task's end for {@link #SPIN_NANOS} more than twice the last task's run time (as a
+ * lone caller of a quick model looks), offering its CPU to another thread between glances
  * ({@link CpuYield}). Without, both park at once, and every call pays two wake-ups (the
  * platform thread's, and the virtual thread's through its scheduler and a carrier). A side unparks
  * the other only when that one said it parks (its flag, then the slot checked again: no lost
@@ -29,6 +30,8 @@ final class HandOff implements AutoCloseable {
     private volatile boolean callerParked;
     private volatile boolean workerParked;
     private volatile boolean closed;
+    /** How long the last task ran on the platform thread. */
+    private volatile long lastRunNanos;
 
     /**
      * Starts the platform thread.
@@ -49,7 +52,7 @@ final class HandOff implements AutoCloseable {
             LockSupport.unpark(worker);
         }
         if (spin) {
-            long until = System.nanoTime() + SPIN_NANOS;
+            long until = System.nanoTime() + SPIN_NANOS + 2 * lastRunNanos;
             while (!done && System.nanoTime() - until < 0) {
                 CpuYield.pause();
             }
@@ -81,7 +84,9 @@ final class HandOff implements AutoCloseable {
                 continue;
             }
             task = null;
+            long start = System.nanoTime();
             work.run();
+            lastRunNanos = System.nanoTime() - start;
             done = true;
             if (callerParked) {
                 LockSupport.unpark(caller);

@@ -23,7 +23,7 @@ final class Recorder {
      * How long the model's quick calls take (ns; racy, a hint for the {@link Look looks}): it drops
      * at once to a shorter call and rises by at most a sixteenth of itself per longer one, so rare
      * slow calls (a collection, the machine busy) barely move it, and a model whose calls all became
-     * slow passes a look's time within tens of calls. Measured on the thread that ran the call,
+     * slow passes {@link #QUICK_NANOS} within tens of calls. Measured on the thread that ran the call,
      * it does not depend on how the callers wait. {@link Long#MAX_VALUE} before the first call.
      */
     private volatile long quickRun = Long.MAX_VALUE;
@@ -120,11 +120,21 @@ final class Recorder {
     }
 
     /**
-     * {@return whether the model's quick calls take less than a {@link Look}: then a lone caller
-     * looks for its answer, and an idle worker for the next request, before they park}
+     * The run time under which a model counts as {@linkplain #quickModel() quick}: four looks'
+     * time. A call's two wake-ups when both sides park (the worker's and the caller's) cost 28-76 µs
+     * on the project's VM, a large part of any call this short. The bound was a look's time
+     * (50 µs) until the mlp of the serving example, at 11 µs a call on a quick day and 38-110 µs
+     * on a slow one, crossed it on slow days: then neither side looked and every call of a virtual
+     * thread paid both wake-ups, +49 to +60 µs over a platform thread's (docs/performance.md).
+     */
+    static final long QUICK_NANOS = 4 * Look.NANOS;
+
+    /**
+     * {@return whether the model's quick calls take less than {@link #QUICK_NANOS}: then a lone
+     * caller looks for its answer, and an idle worker for the next request, before they park}
      */
     boolean quickModel() {
-        return quickRun < Look.NANOS;
+        return quickRun < QUICK_NANOS;
     }
 
     /**
@@ -136,7 +146,7 @@ final class Recorder {
      */
     long answerLookNanos() {
         long q = quickRun;
-        return q >= Look.NANOS ? Look.NANOS : Look.NANOS + 2 * q;
+        return q >= QUICK_NANOS ? Look.NANOS : Look.NANOS + 2 * q;
     }
 
     /**
