@@ -7,7 +7,9 @@ they answer one request alike first (the same weights), then for each connection
 in turn gets a warm-up (a Java service until its JIT settles, see :func:`warm_up`) and a measured
 wrk run, bounded by ``--duration``. The table has requests/s,
 p50, p99 and errors of each service, the ratios of the Java ones to FastAPI's and of the Spring ones
-to Helidon's; the settings and start-up time of each are printed beside it.
+to Helidon's; the settings and start-up time of each are printed beside it. ``--baseline DIR`` adds
+each Java service of another commit's built checkout, measured right after this checkout's, and the
+ratio of the two.
 
 ``--model minilm`` serves all-MiniLM-L6-v2 (``scripts/minilm``'s directory) with OpenAI's
 ``POST /v1/embeddings``: the Java service (batching by default) and FastAPI, at 64 connections
@@ -144,8 +146,12 @@ def start(key: str, model: str, extra: list[str], baseline: Path | None = None, 
             s = Service(key, p, int(m.group(1)), m.group(2), time.monotonic() - started, lines)
             threading.Thread(target=_drain, args=(s,), daemon=True).start()
             return s
+    ended = p.poll() is not None  # its output ended: it exited (or is about to), before the deadline
+    if not ended and time.monotonic() < deadline:
+        ended = p.wait(timeout=10) is not None
     p.kill()
-    msg = f"{key} did not print its ready line within {timeout:.0f} s: " + "\n".join(lines[-20:])
+    what = f"exited ({p.wait()}) before its ready line" if ended else f"printed no ready line within {timeout:.0f} s"
+    msg = f"{key} ({serve}) {what}: " + "\n".join(lines[-20:])
     raise RuntimeError(msg)
 
 
@@ -244,6 +250,16 @@ def stats(s: Service) -> dict[str, object]:
         return json.loads(r.read())
 
 
+def baseline_stats(s: Service) -> dict[str, object] | None:
+    """Return a baseline service's ``GET /admin/stats``, or None where it has none (or for FastAPI)."""
+    if not s.key.endswith(BASELINE):
+        return None
+    try:
+        return stats(s)
+    except (OSError, ValueError):  # no such endpoint in that commit, or not JSON
+        return None
+
+
 def family(pid: int) -> list[int]:
     """Return process ``pid`` and every process it started, directly or not, that runs now."""
     children: dict[int, list[int]] = {}
@@ -340,7 +356,7 @@ def warm_up(s: Service, model: str, request_file: Path, connections: int, second
 
 def measured(s: Service, model: str, request_file: Path, connections: int, seconds: float) -> tuple[Run, str]:
     """Run wrk as :func:`wrk` does; return its figures and the service's CPU per request (and mean batch)."""
-    before = stats(s) if s.key != "python" else None
+    before = stats(s) if s.key != "python" and not s.key.endswith(BASELINE) else baseline_stats(s)
     cpu = cpu_seconds(s.process.pid)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)  # wrk's CPU: it ends (and is waited for) in wrk()
     run = wrk(s, model, request_file, connections, seconds)
@@ -350,10 +366,12 @@ def measured(s: Service, model: str, request_file: Path, connections: int, secon
     cost = f"{(cpu_seconds(s.process.pid) - cpu) * 1e6 / n:,.0f} us (wrk {load * 1e6 / n:,.0f} us)"
     if before is not None:
         after = stats(s)
-        batches = int(after["batches"]) - int(before["batches"])  # type: ignore[call-overload]
-        done = "answered" if "answered" in after else "requests"  # a baseline's stats may name it so
-        answered = int(after[done]) - int(before[done])  # type: ignore[call-overload]
-        cost += f", {answered / max(1, batches):.1f} rows a call"
+        # A baseline's stats may name the answered requests otherwise, or lack them.
+        done = next((k for k in ("answered", "requests") if k in after and k in before), None)
+        if done is not None and "batches" in after and "batches" in before:
+            batches = int(after["batches"]) - int(before["batches"])  # type: ignore[call-overload]
+            answered = int(after[done]) - int(before[done])  # type: ignore[call-overload]
+            cost += f", {answered / max(1, batches):.1f} rows a call"
     return run, cost
 
 
@@ -716,7 +734,12 @@ def main() -> int:
             parser.error(f"--baseline {args.baseline}: no scripts/serve there (a checkout of dlpack4j?)")
         args.baseline = args.baseline.resolve()
         keys = args.services.split(",")
-        args.services = ",".join(k2 for k in keys for k2 in ([k, k + BASELINE] if k != "python" else [k]))
+        if all(k == "python" for k in keys):
+            parser.error("--baseline measures the Java services: name one in --services")
+        # A checkout from before the Spring Boot example has no Spring services to measure.
+        spring = (args.baseline / "examples" / "spring-boot-torch").is_dir()
+        measured = [k for k in keys if k != "python" and (spring or k in HELIDON.values())]
+        args.services = ",".join(k2 for k in keys for k2 in ([k, k + BASELINE] if k in measured else [k]))
     if args.max_tokens < 1:
         parser.error("--max-tokens must be at least 1")
     if minilm:

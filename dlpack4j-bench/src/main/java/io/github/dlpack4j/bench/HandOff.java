@@ -11,16 +11,20 @@ import io.github.dlpack4j.internal.CpuYield;
  *
  * <p>With {@code spin}, each side looks for the other a while before it parks, as dlpack4j-model
  * does ({@code Look}): the platform thread for the next task for at most {@link #SPIN_NANOS}, the
- * caller for the task's end for {@link #SPIN_NANOS} more than twice the last task's run time (as a
- * lone caller of a quick model looks), offering its CPU to another thread between glances
+ * caller for the task's end for {@link #SPIN_NANOS} more than twice the last task's run time, or
+ * not at all when that run took {@link #QUICK_NANOS} or more (as a lone caller of a quick model
+ * looks, without the runtime's estimate that follows the shortest runs), offering its CPU to
+ * another thread between glances
  * ({@link CpuYield}). Without, both park at once, and every call pays two wake-ups (the
  * platform thread's, and the virtual thread's through its scheduler and a carrier). A side unparks
  * the other only when that one said it parks (its flag, then the slot checked again: no lost
  * wake-up).
  */
 final class HandOff implements AutoCloseable {
-    /** How long a side looks before it parks: the runtime's look. */
+    /** How long the platform thread looks for the next task before it parks: the runtime's look. */
     static final long SPIN_NANOS = 50_000;
+    /** The run time from which the caller parks at once, as a quick model's bound in the runtime. */
+    static final long QUICK_NANOS = 4 * SPIN_NANOS;
 
     private final boolean spin;
     private final Thread worker;
@@ -51,8 +55,9 @@ final class HandOff implements AutoCloseable {
         if (workerParked) {
             LockSupport.unpark(worker);
         }
-        if (spin) {
-            long until = System.nanoTime() + SPIN_NANOS + 2 * lastRunNanos;
+        long last = lastRunNanos;
+        if (spin && last < QUICK_NANOS) {
+            long until = System.nanoTime() + SPIN_NANOS + 2 * last;
             while (!done && System.nanoTime() - until < 0) {
                 CpuYield.pause();
             }

@@ -436,7 +436,7 @@ public class ModelBench {
      * <ul>
      *   <li>for the virtual thread's +5 µs: a virtual thread hands a task to a platform thread of
      *       its own and waits for its end ({@link HandOff}: a volatile slot each way, both sides
-     *       looking for 50 µs before they park, or parking at once), with no runtime around it; the
+     *       looking before they park as the runtime's do, or parking at once), with no runtime around it; the
      *       task a no-op or a fixed amount of CPU work that takes as long as Python's call of the
      *       model, each over the same task run on a platform thread; and the best rounds of the
      *       model's call from Java with nothing around it, handed off so, from

@@ -476,7 +476,7 @@ public final class PythonModel implements AutoCloseable {
      * Without batching, a caller whose request is the only one in flight looks for its answer a
      * moment ({@link Look}) before it parks, when the model's calls are {@linkplain
      * Recorder#quickModel() quick}: such a model answers within that, and waking a parked thread (a
-     * virtual thread's carrier included) costs more than its call. With batching an answer comes
+     * virtual thread's carrier included) costs a large part of its call. With batching an answer comes
      * after the batch gathers, and with other requests in flight it comes later while the cores
      * have their work to do: those callers park at once. The model's own run time decides, not how
      * long answers took: an answer that a parked caller waited for holds its wake-up and the

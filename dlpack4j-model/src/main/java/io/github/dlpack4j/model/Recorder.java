@@ -121,11 +121,14 @@ final class Recorder {
 
     /**
      * The run time under which a model counts as {@linkplain #quickModel() quick}: four looks'
-     * time. A call's two wake-ups when both sides park (the worker's and the caller's) cost 28-76 µs
-     * on the project's VM, a large part of any call this short. The bound was a look's time
-     * (50 µs) until the mlp of the serving example, at 11 µs a call on a quick day and 38-110 µs
-     * on a slow one, crossed it on slow days: then neither side looked and every call of a virtual
-     * thread paid both wake-ups, +49 to +60 µs over a platform thread's (docs/performance.md).
+     * time. When both sides park, a call pays two wake-ups (the worker's and the caller's): on the
+     * project's VM +16 to +28 µs for a no-op task and +65 to +76 µs for one as long as the mlp's
+     * call ({@code ModelBench}'s floor line), a large part of any call this short. The bound was a
+     * look's time (50 µs) until the serving example's mlp crossed it on slow days of the machine
+     * (the estimate here 53-120 µs in some rounds): then neither side looked and every call of a
+     * virtual thread paid both wake-ups, +49 to +60 µs over a platform thread's
+     * (docs/performance.md). The price: a lone caller of a model of 50-200 µs spins (yielding its
+     * CPU between glances) for about the whole call.
      */
     static final long QUICK_NANOS = 4 * Look.NANOS;
 
