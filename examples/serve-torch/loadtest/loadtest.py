@@ -33,6 +33,7 @@ to their values from before the load once it stops.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -136,9 +137,11 @@ def start(key: str, model: str, extra: list[str], baseline: Path | None = None, 
     deadline = started + timeout
     lines: list[str] = []
     assert p.stdout is not None
+    ended = False  # its output ended before the deadline: it exited, or is about to
     while time.monotonic() < deadline:
         line = p.stdout.readline()
         if not line:
+            ended = True
             break
         lines.append(line.rstrip())
         m = READY.match(line.rstrip())
@@ -146,9 +149,9 @@ def start(key: str, model: str, extra: list[str], baseline: Path | None = None, 
             s = Service(key, p, int(m.group(1)), m.group(2), time.monotonic() - started, lines)
             threading.Thread(target=_drain, args=(s,), daemon=True).start()
             return s
-    ended = p.poll() is not None  # its output ended: it exited (or is about to), before the deadline
-    if not ended and time.monotonic() < deadline:
-        ended = p.wait(timeout=10) is not None
+    if ended:
+        with contextlib.suppress(subprocess.TimeoutExpired):  # its own exit status, where it comes
+            p.wait(timeout=10)
     p.kill()
     what = f"exited ({p.wait()}) before its ready line" if ended else f"printed no ready line within {timeout:.0f} s"
     msg = f"{key} ({serve}) {what}: " + "\n".join(lines[-20:])
@@ -250,13 +253,15 @@ def stats(s: Service) -> dict[str, object]:
         return json.loads(r.read())
 
 
-def baseline_stats(s: Service) -> dict[str, object] | None:
-    """Return a baseline service's ``GET /admin/stats``, or None where it has none (or for FastAPI)."""
-    if not s.key.endswith(BASELINE):
+def model_stats(s: Service) -> dict[str, object] | None:
+    """Return a Java service's ``GET /admin/stats``; None for FastAPI, or a baseline without them."""
+    if s.key == "python":
         return None
     try:
         return stats(s)
-    except (OSError, ValueError):  # no such endpoint in that commit, or not JSON
+    except (OSError, ValueError):  # a baseline: no such endpoint in that commit, or not JSON
+        if not s.key.endswith(BASELINE):
+            raise
         return None
 
 
@@ -356,7 +361,7 @@ def warm_up(s: Service, model: str, request_file: Path, connections: int, second
 
 def measured(s: Service, model: str, request_file: Path, connections: int, seconds: float) -> tuple[Run, str]:
     """Run wrk as :func:`wrk` does; return its figures and the service's CPU per request (and mean batch)."""
-    before = stats(s) if s.key != "python" and not s.key.endswith(BASELINE) else baseline_stats(s)
+    before = model_stats(s)
     cpu = cpu_seconds(s.process.pid)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)  # wrk's CPU: it ends (and is waited for) in wrk()
     run = wrk(s, model, request_file, connections, seconds)
@@ -364,8 +369,8 @@ def measured(s: Service, model: str, request_file: Path, connections: int, secon
     load = ended.ru_utime + ended.ru_stime - children.ru_utime - children.ru_stime
     n = max(1, run.requests)
     cost = f"{(cpu_seconds(s.process.pid) - cpu) * 1e6 / n:,.0f} us (wrk {load * 1e6 / n:,.0f} us)"
-    if before is not None:
-        after = stats(s)
+    after = model_stats(s) if before is not None else None
+    if before is not None and after is not None:
         # A baseline's stats may name the answered requests otherwise, or lack them.
         done = next((k for k in ("answered", "requests") if k in after and k in before), None)
         if done is not None and "batches" in after and "batches" in before:
@@ -738,8 +743,8 @@ def main() -> int:
             parser.error("--baseline measures the Java services: name one in --services")
         # A checkout from before the Spring Boot example has no Spring services to measure.
         spring = (args.baseline / "examples" / "spring-boot-torch").is_dir()
-        measured = [k for k in keys if k != "python" and (spring or k in HELIDON.values())]
-        args.services = ",".join(k2 for k in keys for k2 in ([k, k + BASELINE] if k in measured else [k]))
+        compared = [k for k in keys if k != "python" and (spring or k in HELIDON.values())]
+        args.services = ",".join(k2 for k in keys for k2 in ([k, k + BASELINE] if k in compared else [k]))
     if args.max_tokens < 1:
         parser.error("--max-tokens must be at least 1")
     if minilm:
