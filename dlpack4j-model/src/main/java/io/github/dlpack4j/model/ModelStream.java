@@ -41,6 +41,12 @@ final class ModelStream implements Flow.Subscription {
     /** Whether its generator is closed or was never started and never will be. */
     private boolean released;
     private final AtomicLong delivered = new AtomicLong();
+    /** The subscriber cancelled: a signal still waiting in its queue is dropped (an item closed), not run. */
+    private boolean cancelled;
+    /** Ended by the subscriber's cancel (not by an end before it). */
+    private boolean endedByCancel;
+    /** The items handed to the subscriber's onNext; under this object's lock. */
+    private long handed;
     private volatile long firstItemNanos = -1;
     volatile Future<?> firstItemTimer;
     volatile Future<?> streamTimer;
@@ -91,7 +97,14 @@ final class ModelStream implements Flow.Subscription {
 
     @Override
     public void cancel() {
+        synchronized (this) {
+            cancelled = true; // nothing queued reaches the subscriber now, even after an end before the cancel
+        }
         end(Outcome.CANCELLED, null);
+    }
+
+    private synchronized boolean isCancelled() {
+        return cancelled;
     }
 
     /** {@return whether a stream thread has work here: an item to produce, or a generator to close} */
@@ -131,15 +144,24 @@ final class ModelStream implements Flow.Subscription {
             }
             ended = true; // no item is delivered from now on
             endedFlag = true;
+            endedByCancel = outcome == Outcome.CANCELLED;
             cancelTimers();
         }
         if (owner != null) { // null for a refused subscription's signals
             owner.ended(this, outcome); // counted before the subscriber hears of it
         }
         if (outcome == Outcome.COMPLETED) {
-            signal(subscriber::onComplete);
+            signal(() -> {
+                if (!isCancelled()) {
+                    subscriber.onComplete();
+                }
+            });
         } else if (outcome != Outcome.CANCELLED) {
-            signal(() -> subscriber.onError(error));
+            signal(() -> {
+                if (!isCancelled()) {
+                    subscriber.onError(error);
+                }
+            });
         }
         if (owner != null) {
             owner.schedule(this); // the generator's close, on a stream thread
@@ -177,13 +199,38 @@ final class ModelStream implements Flow.Subscription {
                     t.cancel(false);
                 }
             }
-            signal(() -> subscriber.onNext(item));
+            signal(() -> {
+                if (hand()) {
+                    subscriber.onNext(item);
+                } else {
+                    item.close();
+                }
+            });
         }
         return true;
     }
 
+    /** {@return whether a queued item goes to the subscriber}: not once it cancelled (rule 3.6 at once, not only eventually) */
+    private synchronized boolean hand() {
+        if (cancelled) {
+            return false;
+        }
+        handed++;
+        return true;
+    }
+
+    /** {@return the items made for the subscriber so far} */
     long delivered() {
         return delivered.get();
+    }
+
+    /**
+     * {@return the items a stream's stats count}: those made for the subscriber; for a stream its
+     * cancel ended, those handed to onNext (the count is taken under the lock that hands them, after
+     * the cancel, so it is exact)
+     */
+    synchronized long counted() {
+        return endedByCancel ? handed : delivered.get();
     }
 
     long firstItemNanos() {

@@ -299,7 +299,11 @@ public final class PythonModel implements AutoCloseable {
      * item per {@code request}ed item, with no read-ahead, so a subscriber that requests one item at
      * a time has the generator run to its next {@code yield} only then. <b>Cancellation</b> closes
      * the generator (Python raises {@code GeneratorExit} at its {@code yield}, its {@code finally}
-     * runs) as soon as the item being made, if any, is done, and frees its place.
+     * runs) as soon as the item being made, if any, is done, and frees its place. Once
+     * {@code cancel} returns, the subscriber gets no further signal: items made before it and not
+     * yet handed to {@code onNext} are closed, not delivered (a cancel from inside {@code onNext} is
+     * the last thing that subscriber hears, even if the stream had completed meanwhile); one from
+     * another thread lets an {@code onNext} already running finish.
      *
      * <p><b>Threads.</b> The model's {@link Builder#workers} stream threads advance the generators,
      * one item per step, taking turns over every stream with demand: any number of streams
@@ -317,7 +321,8 @@ public final class PythonModel implements AutoCloseable {
      * generators. The publisher is cold and takes one subscriber: the stream starts at the
      * subscription (keep tensor inputs open until then); a second subscriber gets
      * {@link IllegalStateException} in {@code onError}. Stats count a stream as one request, its
-     * items in {@link ModelStats#streamItems()} and its first item's latency; JFR records an
+     * items in {@link ModelStats#streamItems()} (for a stream ended by its cancel, those handed to
+     * {@code onNext}) and its first item's latency; JFR records an
      * {@code io.github.dlpack4j.model.Stream} event per stream.
      *
      * @param inputs the inputs by name, as for {@link #run}

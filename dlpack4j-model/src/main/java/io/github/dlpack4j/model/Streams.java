@@ -148,7 +148,7 @@ final class Streams {
             case CANCELLED -> {
             }
         }
-        recorder.streamEnded(s.delivered(), s.firstItemNanos(), outcome.label);
+        recorder.streamEnded(s.counted(), s.firstItemNanos(), outcome.label);
     }
 
     private void drive() {

@@ -268,6 +268,82 @@ class StreamTest {
         Models.assertReleasedSince(exports, bytes);
     }
 
+    /** A subscriber that takes everything, holds its first item a while, then cancels from inside onNext. */
+    static final class CancelsOnFirst implements Flow.Subscriber<ModelResult> {
+        final List<String> seen = Collections.synchronizedList(new ArrayList<>());
+        final CompletableFuture<Void> cancelled = new CompletableFuture<>();
+        final List<String> after = Collections.synchronizedList(new ArrayList<>());
+        private final String output;
+        private Flow.Subscription subscription;
+
+        CancelsOnFirst(String output) {
+            this.output = output;
+        }
+
+        @Override
+        public void onSubscribe(Flow.Subscription s) {
+            subscription = s;
+            s.request(Long.MAX_VALUE);
+        }
+
+        @Override
+        public void onNext(ModelResult item) {
+            try (item) {
+                if (cancelled.isDone()) {
+                    after.add(item.text(output));
+                    return;
+                }
+                seen.add(item.text(output));
+                try {
+                    Thread.sleep(300); // the generator runs ahead meanwhile: its items wait in the signal queue
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                subscription.cancel();
+                cancelled.complete(null);
+            }
+        }
+
+        @Override
+        public void onError(Throwable e) {
+            after.add("onError " + e);
+        }
+
+        @Override
+        public void onComplete() {
+            after.add("onComplete");
+        }
+    }
+
+    @Test
+    void aSubscriberThatCancelsInOnNextGetsNoFurtherSignalEvenForItemsAlreadyMade() throws Exception {
+        Models.PY.exec("import stream_models; stream_models.reset()");
+        int exports = Dlpack.liveExports();
+        long bytes = Dlpack.nativeBytesInUse();
+        try (PythonModel model = PythonModel.builder().python(Models.PY).name("forever-cancel-in-onnext")
+                .factory("stream_models", "forever", 0.001).textInput("text").textOutput("token").build();
+             PythonModel arrays = PythonModel.builder().python(Models.PY).name("arrays-cancel-in-onnext")
+                .factory("stream_models", "arrays").input("x", DataType.FLOAT32, 2).output("y", DataType.FLOAT32, 2)
+                .textOutput("label").build()) {
+            CancelsOnFirst texts = new CancelsOnFirst("token");
+            model.stream(Map.of("text", "queued")).subscribe(texts);
+            texts.cancelled.get(10, TimeUnit.SECONDS);
+            Models.await("stream_models.finished.get('queued') == 'closed'");
+            assertThat(model.stats().streamItems()).as("the items its subscriber got").isEqualTo(1);
+            CancelsOnFirst tensors = new CancelsOnFirst("label");
+            try (Tensor x = Tensor.of(new float[] {1, 2}, 2)) {
+                arrays.stream(Map.of("x", x)).subscribe(tensors);
+            }
+            tensors.cancelled.get(10, TimeUnit.SECONDS);
+            Thread.sleep(200);
+            assertThat(texts.seen).containsExactly("queued 0");
+            assertThat(texts.after).as("signals after the cancel").isEmpty();
+            assertThat(tensors.seen).containsExactly("times 1");
+            assertThat(tensors.after).as("signals after the cancel").isEmpty();
+        }
+        Models.assertReleasedSince(exports, bytes); // the items dropped after the cancel closed their tensors
+    }
+
     @Test
     void noFirstItemWithinTheTimeoutFailsTheStreamAndClosesItsGenerator() throws Exception {
         Models.PY.exec("import stream_models; stream_models.reset()");
