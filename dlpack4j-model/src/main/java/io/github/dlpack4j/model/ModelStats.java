@@ -32,7 +32,7 @@ so with cancels {@code requests} exceeds {@code answered + failed + timedOut}. {
  * @param queueWaitP99     its 99th percentile
  * @param runP50           the median time of one model call (with its inputs' and outputs' exchange)
  * @param runP99           its 99th percentile
- * @param streamItems      the items that streams ({@link PythonModel#stream}) delivered
+ * @param streamItems      the items that streams ({@link PythonModel#stream}) handed to their subscribers
  * @param firstItemP50     the median time from a stream's admission to its first item
  * @param firstItemP99     its 99th percentile
  */

@@ -43,8 +43,8 @@ final class ModelStream implements Flow.Subscription {
     private final AtomicLong delivered = new AtomicLong();
     /** The subscriber cancelled: a signal still waiting in its queue is dropped (an item closed), not run. */
     private boolean cancelled;
-    /** Ended by the subscriber's cancel (not by an end before it). */
-    private boolean endedByCancel;
+    /** {@link System#nanoTime()} at the end. */
+    private long endedAt;
     /** The items handed to the subscriber's onNext; under this object's lock. */
     private long handed;
     private volatile long firstItemNanos = -1;
@@ -103,8 +103,15 @@ final class ModelStream implements Flow.Subscription {
         end(Outcome.CANCELLED, null);
     }
 
-    private synchronized boolean isCancelled() {
+    /** {@return whether the subscriber cancelled}: its queued signals are dropped */
+    synchronized boolean isCancelled() {
         return cancelled;
+    }
+
+    private void count(Outcome outcome) {
+        if (owner != null) { // null for a refused subscription's signals
+            owner.ended(this, outcome);
+        }
     }
 
     /** {@return whether a stream thread has work here: an item to produce, or a generator to close} */
@@ -144,21 +151,23 @@ final class ModelStream implements Flow.Subscription {
             }
             ended = true; // no item is delivered from now on
             endedFlag = true;
-            endedByCancel = outcome == Outcome.CANCELLED;
+            endedAt = System.nanoTime();
             cancelTimers();
         }
-        if (owner != null) { // null for a refused subscription's signals
-            owner.ended(this, outcome); // counted before the subscriber hears of it
-        }
-        if (outcome == Outcome.COMPLETED) {
+        if (outcome == Outcome.CANCELLED) {
+            count(outcome); // every item it will ever hand is handed already
+        } else {
+            // counted in the signal queue, after every item queued before the end was handed or
+            // dropped: a subscriber that cancels before it hears the end makes the stream a cancelled one
             signal(() -> {
-                if (!isCancelled()) {
-                    subscriber.onComplete();
+                boolean heard = !isCancelled();
+                count(heard ? outcome : Outcome.CANCELLED); // counted before the subscriber hears of it
+                if (!heard) {
+                    return;
                 }
-            });
-        } else if (outcome != Outcome.CANCELLED) {
-            signal(() -> {
-                if (!isCancelled()) {
+                if (outcome == Outcome.COMPLETED) {
+                    subscriber.onComplete();
+                } else {
                     subscriber.onError(error);
                 }
             });
@@ -225,12 +234,16 @@ final class ModelStream implements Flow.Subscription {
     }
 
     /**
-     * {@return the items a stream's stats count}: those made for the subscriber; for a stream its
-     * cancel ended, those handed to onNext (the count is taken under the lock that hands them, after
-     * the cancel, so it is exact)
+     * {@return the items handed to the subscriber's onNext}: final once the stream is counted (after
+     * a cancel none is handed; an end's count runs after every item queued before it)
      */
-    synchronized long counted() {
-        return endedByCancel ? handed : delivered.get();
+    synchronized long handed() {
+        return handed;
+    }
+
+    /** {@return how long it ran, from admission to its end} */
+    synchronized long ranNanos() {
+        return endedAt - admitted;
     }
 
     long firstItemNanos() {

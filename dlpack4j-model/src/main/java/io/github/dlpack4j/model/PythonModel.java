@@ -302,8 +302,8 @@ public final class PythonModel implements AutoCloseable {
      * runs) as soon as the item being made, if any, is done, and frees its place. Once
      * {@code cancel} returns, the subscriber gets no further signal: items made before it and not
      * yet handed to {@code onNext} are closed, not delivered (a cancel from inside {@code onNext} is
-     * the last thing that subscriber hears, even if the stream had completed meanwhile); one from
-     * another thread lets an {@code onNext} already running finish.
+     * the last thing that subscriber hears, even if the stream had completed meanwhile); after one
+     * from another thread, a signal the subscriber's thread was already starting may still begin.
      *
      * <p><b>Threads.</b> The model's {@link Builder#workers} stream threads advance the generators,
      * one item per step, taking turns over every stream with demand: any number of streams
@@ -320,9 +320,9 @@ public final class PythonModel implements AutoCloseable {
      * streams up to its deadline, then fails them with {@link IllegalStateException} and closes their
      * generators. The publisher is cold and takes one subscriber: the stream starts at the
      * subscription (keep tensor inputs open until then); a second subscriber gets
-     * {@link IllegalStateException} in {@code onError}. Stats count a stream as one request, its
-     * items in {@link ModelStats#streamItems()} (for a stream ended by its cancel, those handed to
-     * {@code onNext}) and its first item's latency; JFR records an
+     * {@link IllegalStateException} in {@code onError}. Stats count a stream as one request, the
+     * items handed to its {@code onNext} in {@link ModelStats#streamItems()}, and as answered, failed
+     * or timed out only if its subscriber heard so before it cancelled and its first item's latency; JFR records an
      * {@code io.github.dlpack4j.model.Stream} event per stream.
      *
      * @param inputs the inputs by name, as for {@link #run}

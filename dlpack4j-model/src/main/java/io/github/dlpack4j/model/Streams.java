@@ -139,16 +139,19 @@ final class Streams {
         }
     }
 
-    /** A stream ended: counted once, its JFR event committed. */
+    /**
+     * A stream ended: counted once, its JFR event committed; as cancelled if its subscriber cancelled
+     * before it heard the end.
+     */
     void ended(ModelStream s, ModelStream.Outcome outcome) {
         switch (outcome) {
             case COMPLETED -> recorder.answered();
-            case TIMED_OUT -> recorder.timedOut(s.delivered() > 0, System.nanoTime() - s.admitted);
+            case TIMED_OUT -> recorder.timedOut(s.handed() > 0, s.ranNanos());
             case FAILED, CLOSED -> recorder.failed();
             case CANCELLED -> {
             }
         }
-        recorder.streamEnded(s.counted(), s.firstItemNanos(), outcome.label);
+        recorder.streamEnded(s.handed(), s.firstItemNanos(), outcome.label);
     }
 
     private void drive() {
@@ -298,6 +301,10 @@ final class Streams {
             public void cancel() {
             }
         }));
-        none.signal(() -> subscriber.onError(error));
+        none.signal(() -> {
+            if (!none.isCancelled()) { // an onSubscribe that threw cancelled it (rule 2.13)
+                subscriber.onError(error);
+            }
+        });
     }
 }

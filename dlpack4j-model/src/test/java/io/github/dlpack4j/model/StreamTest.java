@@ -340,8 +340,50 @@ class StreamTest {
             assertThat(texts.after).as("signals after the cancel").isEmpty();
             assertThat(tensors.seen).containsExactly("times 1");
             assertThat(tensors.after).as("signals after the cancel").isEmpty();
+            // its generator had made all three and ended before the cancel: the stats count what the subscriber heard
+            assertThat(arrays.stats().streamItems()).isEqualTo(1);
+            assertThat(arrays.stats().answered()).as("a stream cancelled before it heard its end").isZero();
+            assertThat(arrays.stats().requests()).isEqualTo(1);
         }
         Models.assertReleasedSince(exports, bytes); // the items dropped after the cancel closed their tensors
+    }
+
+    @Test
+    void aRefusedSubscriberWhoseOnSubscribeThrowsHearsNoError() throws Exception {
+        try (PythonModel model = words("words-refused-throws")) {
+            Flow.Publisher<ModelResult> p = model.stream(Map.of("text", "one"));
+            Collector first = new Collector("token", Long.MAX_VALUE);
+            p.subscribe(first);
+            assertThat(first.get()).containsExactly("one");
+            CompletableFuture<String> heard = new CompletableFuture<>();
+            CompletableFuture<Void> subscribed = new CompletableFuture<>();
+            p.subscribe(new Flow.Subscriber<>() {
+                @Override
+                public void onSubscribe(Flow.Subscription s) {
+                    subscribed.complete(null);
+                    throw new IllegalStateException("a subscriber that breaks rule 2.13");
+                }
+
+                @Override
+                public void onNext(ModelResult item) {
+                    item.close();
+                    heard.complete("onNext");
+                }
+
+                @Override
+                public void onError(Throwable e) {
+                    heard.complete("onError " + e.getMessage());
+                }
+
+                @Override
+                public void onComplete() {
+                    heard.complete("onComplete");
+                }
+            });
+            subscribed.get(10, TimeUnit.SECONDS);
+            Thread.sleep(200);
+            assertThat(heard).as("a subscriber whose onSubscribe threw is cancelled").isNotDone();
+        }
     }
 
     @Test
