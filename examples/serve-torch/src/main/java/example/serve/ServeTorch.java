@@ -71,6 +71,10 @@ public final class ServeTorch {
                     .routing(service::routing)
                     .build()
                     .start();
+            if (!server.isRunning()) { // Helidon logs its failure to bind and returns a server that never listened
+                throw new IllegalStateException("cannot listen on 127.0.0.1:" + options.port()
+                        + " (another process listening there?)");
+            }
             return new ServeTorch(models, protocol, server);
         } catch (RuntimeException e) {
             models.values().forEach(PythonModel::close);
@@ -106,7 +110,15 @@ public final class ServeTorch {
             System.setProperty(CARRIERS, carriers);
         }
         HELIDON.setLevel(Level.WARNING);
-        ServeTorch serve = start(options);
+        ServeTorch serve;
+        try {
+            serve = start(options);
+        } catch (IllegalStateException e) {
+            System.out.flush();
+            System.err.println("serve-torch: " + e.getMessage());
+            System.exit(1);
+            return;
+        }
         CountDownLatch stopped = new CountDownLatch(1);
         SignalHandler onSignal = signal -> Thread.ofPlatform().name("serve-stop").start(() -> {
             try {
