@@ -171,6 +171,12 @@ class StreamTest {
         }
     }
 
+    /** {@return a model whose stream yields "TEXT 0", "TEXT 1", ... a millisecond apart until cancelled} */
+    private static PythonModel forever(String name) {
+        return PythonModel.builder().python(Models.PY).name(name).factory("stream_models", "forever", 0.001)
+                .textInput("text").textOutput("token").build();
+    }
+
     private static PythonModel words(String name, Object... args) {
         return PythonModel.builder().python(Models.PY).name(name).factory("stream_models", "words", args)
                 .textInput("text").textOutput("token").valueOutput("index").build();
@@ -248,8 +254,7 @@ class StreamTest {
         Models.PY.exec("import stream_models; stream_models.reset()");
         int exports = Dlpack.liveExports();
         long bytes = Dlpack.nativeBytesInUse();
-        try (PythonModel model = PythonModel.builder().python(Models.PY).name("forever")
-                .factory("stream_models", "forever", 0.001).textInput("text").textOutput("token").build()) {
+        try (PythonModel model = forever("forever")) {
             Collector c = new Collector("token", 1);
             model.stream(Map.of("text", "endless")).subscribe(c);
             for (int i = 0; i < 5; i++) {
@@ -320,8 +325,7 @@ class StreamTest {
         Models.PY.exec("import stream_models; stream_models.reset()");
         int exports = Dlpack.liveExports();
         long bytes = Dlpack.nativeBytesInUse();
-        try (PythonModel model = PythonModel.builder().python(Models.PY).name("forever-cancel-in-onnext")
-                .factory("stream_models", "forever", 0.001).textInput("text").textOutput("token").build();
+        try (PythonModel model = forever("forever-cancel-in-onnext");
              PythonModel arrays = PythonModel.builder().python(Models.PY).name("arrays-cancel-in-onnext")
                 .factory("stream_models", "arrays").input("x", DataType.FLOAT32, 2).output("y", DataType.FLOAT32, 2)
                 .textOutput("label").build()) {
