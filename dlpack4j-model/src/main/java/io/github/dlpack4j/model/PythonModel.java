@@ -320,10 +320,10 @@ public final class PythonModel implements AutoCloseable {
      * streams up to its deadline, then fails them with {@link IllegalStateException} and closes their
      * generators. The publisher is cold and takes one subscriber: the stream starts at the
      * subscription (keep tensor inputs open until then); a second subscriber gets
-     * {@link IllegalStateException} in {@code onError}. Stats count a stream as one request, the
-     * items handed to its {@code onNext} in {@link ModelStats#streamItems()}, and as answered, failed
-     * or timed out only if its subscriber heard so before it cancelled and its first item's latency; JFR records an
-     * {@code io.github.dlpack4j.model.Stream} event per stream.
+     * {@link IllegalStateException} in {@code onError}. Stats count a stream as one request (answered,
+     * failed or timed out only if its subscriber heard so before it cancelled), the items handed to
+     * its {@code onNext} in {@link ModelStats#streamItems()}, and its first item's latency; JFR
+     * records an {@code io.github.dlpack4j.model.Stream} event per stream.
      *
      * @param inputs the inputs by name, as for {@link #run}
      * @return the stream's publisher
